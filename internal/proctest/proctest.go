@@ -1,0 +1,141 @@
+// Package proctest runs real child processes from Go tests.
+//
+// A test that needs another process re-executes its own test binary with
+// -test.run pointing at a helper test and an environment variable naming the
+// role the child plays. The helper test calls Role at its top: in the parent
+// Role returns false and the helper returns at once; in a child it returns true
+// and the helper does the child's work and exits.
+//
+// Every child is bounded by a deadline and killed in t.Cleanup, so a hung child
+// fails the test instead of hanging CI. Children are always reaped.
+package proctest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RoleEnv is the environment variable that carries a child's role.
+const RoleEnv = "SHMKIT_TEST_ROLE"
+
+// DefaultTimeout bounds a child that the caller did not bound itself.
+const DefaultTimeout = 60 * time.Second
+
+// Role reports the role this process was started with, and whether it is a
+// child at all.
+func Role() (string, bool) {
+	r := os.Getenv(RoleEnv)
+	return r, r != ""
+}
+
+// Child is a running child process.
+type Child struct {
+	Cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	cancel context.CancelFunc
+}
+
+// Start re-executes the test binary running only helperTest (a test name, for
+// example "TestHelperProcess") with the given role and extra environment
+// entries ("KEY=value"). The child is killed and reaped when the test ends.
+func Start(t testing.TB, helperTest, role string, env ...string) *Child {
+	t.Helper()
+	return StartTimeout(t, DefaultTimeout, helperTest, role, env...)
+}
+
+// StartTimeout is Start with an explicit deadline for the child.
+func StartTimeout(t testing.TB, timeout time.Duration, helperTest, role string, env ...string) *Child {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+helperTest+"$", "-test.count=1", "-test.timeout="+timeout.String())
+	cmd.Env = append(filteredEnv(), RoleEnv+"="+role)
+	cmd.Env = append(cmd.Env, env...)
+	c := &Child{Cmd: cmd, done: make(chan struct{}), cancel: cancel}
+	cmd.Stdout = &lockedWriter{mu: &c.mu, w: &c.stdout}
+	cmd.Stderr = &lockedWriter{mu: &c.mu, w: &c.stderr}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("proctest: start child %q: %v", role, err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.Kill()
+		<-c.done
+		cancel()
+	})
+	return c
+}
+
+// filteredEnv drops any role inherited from a parent that is itself a child.
+func filteredEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, RoleEnv+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// PID returns the child's process id.
+func (c *Child) PID() int { return c.Cmd.Process.Pid }
+
+// Kill sends SIGKILL; it is a no-op once the child has exited.
+func (c *Child) Kill() {
+	select {
+	case <-c.done:
+	default:
+		_ = c.Cmd.Process.Kill()
+	}
+}
+
+// Wait waits for the child to exit and returns cmd.Wait's error.
+func (c *Child) Wait() error {
+	<-c.done
+	return c.err
+}
+
+// Done is closed when the child has exited and been reaped.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Output returns what the child has written to stdout and stderr so far.
+func (c *Child) Output() (stdout, stderr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stdout.String(), c.stderr.String()
+}
+
+// MustSucceed waits for the child and fails the test, with the child's
+// output, unless it exited 0.
+func (c *Child) MustSucceed(t testing.TB) {
+	t.Helper()
+	if err := c.Wait(); err != nil {
+		out, errOut := c.Output()
+		t.Fatalf("child %v failed: %v\nstdout:\n%s\nstderr:\n%s", c.Cmd.Args, err, out, errOut)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
