@@ -1,0 +1,52 @@
+// Package layout defines the byte formats of shmkit files: the versioned,
+// self-describing header every shmkit file starts with, the geometry of each
+// file kind, and field tables that name every byte so inspectors can annotate
+// a file without knowing the code that wrote it.
+//
+// layout is formats only. It imports no other shmkit package, performs no I/O
+// and touches no atomics: it encodes, decodes and validates byte slices. The
+// packages that map files (shm) and operate on them (transport, sched) build on
+// it; inspectors (ringctl, hbdump) decode through it.
+//
+// # The common header
+//
+// Every shmkit file begins with a 256-byte header, little-endian. The first
+// 128 bytes are written once by the creator and covered by a CRC-32C; the
+// next 128 bytes hold the few words that change over the file's life.
+//
+//	 0                   8       10      12      14      16      20      24
+//	+-------------------+-------+-------+-------+-------+-------+-------+
+//	| magic "\x89SHMKIT\n" | major | minor | kind  | flags | hdrsz | crc32c|
+//	+-------------------+-------+-------+-------+-------+-------+-------+
+//	24: file size (u64)            32: capacity (u64)
+//	40: slot size (u32)  44: param0 (u32)  48: param1 (u32)  52: param2 (u32)
+//	56: created, Unix ns (i64)     64: creator pid (u32)  68: reserved (u32)
+//	72: creator start ticks (u64)  80: creator boot id (16 bytes)
+//	96..128: reserved, zero
+//	---------------- immutable above, covered by the checksum ----------------
+//	128: ready (u32)  132: reserved (u32)  136: generation (u64)
+//	144..256: reserved, zero
+//	256: the kind's own area (control words, tables, slots)
+//
+// These constants are part of the format: changing an offset or a meaning
+// requires a new major version. Compatibility rules:
+//
+//   - A reader rejects a file whose major version is newer than its own
+//     (ErrVersionMismatch); the format of a newer major is unknown to it.
+//   - Minor versions only add meaning to bytes that an older reader leaves
+//     alone (reserved fields, compatible flag bits). A reader accepts any
+//     minor version of its major, older or newer.
+//   - Flag bits 0-7 are compatible (a reader that does not know one may ignore
+//     it); bits 8-15 are incompatible (a reader that does not know one must
+//     reject the file with ErrVersionMismatch).
+//   - The header size field lets a later minor version grow the header; a
+//     v1 reader requires at least 256 and a multiple of 64.
+//
+// The ready word is stored last by the creator with a release store; a file
+// whose ready word is not ReadyValue is still being initialised (or its
+// creator died doing so) and must not be used.
+//
+// Decoders treat bytes as hostile input: every length, count and offset is
+// validated with overflow-safe arithmetic before it is used, and a header is
+// accepted only if the geometry it declares fits the file exactly.
+package layout

@@ -1,0 +1,184 @@
+package layout
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func regionImage(t testing.TB, body uint64) ([]byte, Header) {
+	t.Helper()
+	h, err := NewHeader(KindRegion, Geometry{Capacity: body}, 1700000000123456789,
+		Creator{PID: 4242, StartTicks: 99, BootID: [16]byte{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, h.FileSize)
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(b[OffReady:], ReadyValue)
+	return b, h
+}
+
+func TestRoundTrip(t *testing.T) {
+	b, h := regionImage(t, 4096)
+	got, err := DecodeFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Ready = ReadyValue
+	if diff := cmp.Diff(h, got); diff != "" {
+		t.Fatalf("decoded header differs (-want +got):\n%s", diff)
+	}
+	if !got.IsReady() || got.FileSize != HeaderSize+4096 {
+		t.Fatalf("ready=%v size=%d", got.IsReady(), got.FileSize)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	le := binary.LittleEndian
+	tests := []struct {
+		name   string
+		mutate func(b []byte) []byte
+		want   error
+	}{
+		{"short", func(b []byte) []byte { return b[:HeaderSize-1] }, ErrTooShort},
+		{"magic", func(b []byte) []byte { b[1] = 'X'; return b }, ErrBadMagic},
+		{"newer major", func(b []byte) []byte { le.PutUint16(b[OffMajor:], MajorVersion+1); return b }, ErrVersionMismatch},
+		{"major zero", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 0); return resum(b) }, ErrInvalid},
+		{"incompatible flag", func(b []byte) []byte { le.PutUint16(b[OffFlags:], 0x0100); return resum(b) }, ErrVersionMismatch},
+		{"checksum", func(b []byte) []byte { b[OffCreated] ^= 1; return b }, ErrChecksum},
+		{"header size small", func(b []byte) []byte { le.PutUint32(b[OffHeaderSize:], 128); return resum(b) }, ErrInvalid},
+		{"header size unaligned", func(b []byte) []byte { le.PutUint32(b[OffHeaderSize:], 260); return resum(b) }, ErrInvalid},
+		{"unknown kind", func(b []byte) []byte { le.PutUint16(b[OffKind:], 999); return resum(b) }, ErrUnknownKind},
+		{"declared size", func(b []byte) []byte { le.PutUint64(b[OffFileSize:], 1<<20); return resum(b) }, ErrGeometry},
+		{"capacity unaligned", func(b []byte) []byte { le.PutUint64(b[OffCapacity:], 100); return resum(b) }, ErrGeometry},
+		{"capacity huge", func(b []byte) []byte { le.PutUint64(b[OffCapacity:], ^uint64(0)&^63); return resum(b) }, ErrGeometry},
+		{"unused param", func(b []byte) []byte { le.PutUint32(b[OffParam1:], 7); return resum(b) }, ErrGeometry},
+		{"file longer", func(b []byte) []byte { return append(b, make([]byte, 64)...) }, ErrGeometry},
+		{"file shorter", func(b []byte) []byte { return b[:len(b)-64] }, ErrGeometry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := regionImage(t, 4096)
+			_, err := DecodeFile(tt.mutate(b))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// resum recomputes the checksum so a test reaches the check after it.
+func resum(b []byte) []byte {
+	binary.LittleEndian.PutUint32(b[OffChecksum:], Checksum(b))
+	return b
+}
+
+func TestOlderAndNewerMinorAccepted(t *testing.T) {
+	for _, minor := range []uint16{0, 7} {
+		b, _ := regionImage(t, 64)
+		binary.LittleEndian.PutUint16(b[OffMinor:], minor)
+		// a compatible flag a v1.0 reader does not know
+		binary.LittleEndian.PutUint16(b[OffFlags:], 0x0001)
+		if _, err := DecodeFile(resum(b)); err != nil {
+			t.Fatalf("minor %d: %v", minor, err)
+		}
+	}
+}
+
+func TestExpectKind(t *testing.T) {
+	_, h := regionImage(t, 64)
+	if err := h.Expect(KindRegion); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Expect(KindRing); !errors.Is(err, ErrWrongKind) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMapCoversHeaderExactly(t *testing.T) {
+	_, h := regionImage(t, 128)
+	m, err := h.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next uint64
+	for _, f := range m.Fields {
+		if f.Offset != next {
+			t.Fatalf("gap or overlap before %s at %d (expected %d)", f.Name, f.Offset, next)
+		}
+		next = f.Offset + f.Size
+	}
+	if next != h.FileSize {
+		t.Fatalf("fields cover %d bytes, file is %d", next, h.FileSize)
+	}
+	name, _, start, ok := m.Locate(OffChecksum + 2)
+	if !ok || name != "checksum" || start != OffChecksum {
+		t.Fatalf("Locate(checksum+2) = %q %d %v", name, start, ok)
+	}
+	if name, _, _, ok := m.Locate(HeaderSize + 5); !ok || name != "region.body" {
+		t.Fatalf("Locate(body) = %q %v", name, ok)
+	}
+	if _, _, _, ok := m.Locate(h.FileSize); ok {
+		t.Fatal("Locate past the end found a field")
+	}
+}
+
+func TestAreaLocate(t *testing.T) {
+	m := Map{Areas: []Area{{Name: "slot", Offset: 1000, Stride: 64, Count: 4,
+		Fields: []Field{{Name: "state", Offset: 0, Size: 8}, {Name: "payload", Offset: 8, Size: 56}}}}}
+	for _, tc := range []struct {
+		off  uint64
+		name string
+		ok   bool
+	}{{1000, "slot[0].state", true}, {1064 + 9, "slot[1].payload", true}, {1000 + 4*64, "", false}, {999, "", false}} {
+		name, _, _, ok := m.Locate(tc.off)
+		if name != tc.name || ok != tc.ok {
+			t.Errorf("Locate(%d) = %q,%v want %q,%v", tc.off, name, ok, tc.name, tc.ok)
+		}
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to the decoder. It must never panic, and
+// a header it accepts must describe exactly the bytes it was given.
+func FuzzDecode(f *testing.F) {
+	b, _ := regionImage(f, 64)
+	f.Add(b)
+	f.Add(b[:HeaderSize])
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := DecodeFile(data)
+		if err != nil {
+			return
+		}
+		if h.FileSize != uint64(len(data)) || h.FileSize < uint64(h.HeaderSize) || h.Major != MajorVersion {
+			t.Fatalf("accepted inconsistent header %+v for %d bytes", h, len(data))
+		}
+		spec, err := SpecOf(h.Kind)
+		if err != nil {
+			t.Fatalf("accepted unknown kind %v", h.Kind)
+		}
+		body, err := spec.BodySize(h.Geometry)
+		if err != nil || uint64(h.HeaderSize)+body != uint64(len(data)) {
+			t.Fatalf("accepted geometry that does not fit: body %d err %v len %d", body, err, len(data))
+		}
+		m, err := h.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range m.Areas {
+			if a.Offset+a.Stride*a.Count > uint64(len(data)) {
+				t.Fatalf("area %s runs past the file", a.Name)
+			}
+		}
+		for _, fl := range m.Fields {
+			if fl.Offset+fl.Size > uint64(len(data)) {
+				t.Fatalf("field %s runs past the file", fl.Name)
+			}
+		}
+	})
+}
