@@ -1,0 +1,42 @@
+// Package shm maps shmkit files and provides the cross-process primitives
+// every shmkit structure is built from: atomic words at fixed offsets, futex
+// wait and wake on words in a mapping, a system-wide monotonic clock, process
+// identity with proof of death, and crash points for crash-safety tests.
+//
+// shm knows the common header (through package layout) but not what any
+// kind keeps after it: rings, deques and tables live in transport and sched.
+//
+// # Files
+//
+// A bare name ("orders") lives in /dev/shm; a path with a slash is used as
+// given, so a ring may also live on a disk-backed filesystem. Create builds
+// the file under a temporary name (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode
+// 0600 unless WithMode widens it), reserves its blocks with fallocate so a
+// full tmpfs fails at once with ErrNoSpace rather than later with SIGBUS,
+// writes the header, initialises the kind's area, stores the ready word last
+// and only then renames the file into place with RENAME_NOREPLACE. Open uses
+// O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK and refuses, each with its own error,
+// symbolic links (ErrSymlink), anything but a regular file (ErrNotRegular),
+// files of another owner (ErrForeignOwner), modes wider than allowed
+// (ErrPermissive), hard-linked files (ErrLinked), truncated files
+// (ErrTruncated), and files whose size differs from their header
+// (ErrSizeMismatch). Every error names the path and wraps its sentinel.
+//
+// # Truncation by another process
+//
+// A file mapped here can still be truncated by any process that can open it
+// for writing. Touching a page past the new end raises SIGBUS, which kills a
+// Go program outright. shmkit guards against it in three ways: files are
+// created 0600 in a directory entry nobody else can replace; Open checks the
+// size against the header before mapping; and code that reads files it does
+// not trust (the inspectors) runs under Guard, which uses
+// debug.SetPanicOnFault to turn the fault into ErrFault. Library fast paths
+// do not pay for Guard: a process whose own file is truncated under it has a
+// hostile neighbour with its uid, which no user-space check can stop. For
+// file descriptors passed between processes, a sealed memfd (F_SEAL_SHRINK)
+// makes truncation impossible.
+//
+// # What it is not
+//
+// shm does not allocate inside files, frame messages or know about slots.
+package shm
