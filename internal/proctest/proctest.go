@@ -58,7 +58,9 @@ func StartTimeout(t testing.TB, timeout time.Duration, helperTest, role string, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+helperTest+"$", "-test.count=1", "-test.timeout="+timeout.String())
-	cmd.Env = append(filteredEnv(), RoleEnv+"="+role)
+	// Under -race a child that exits normally sleeps 1 s in the race
+	// runtime's atexit hook; children are many, so skip it.
+	cmd.Env = append(filteredEnv(), RoleEnv+"="+role, "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, env...)
 	c := &Child{Cmd: cmd, done: make(chan struct{}), cancel: cancel}
 	cmd.Stdout = &lockedWriter{mu: &c.mu, w: &c.stdout}
