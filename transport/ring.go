@@ -1,0 +1,266 @@
+package transport
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// RingConfig is the geometry of a new ring. Zero fields take defaults.
+type RingConfig struct {
+	Capacity      uint64 // slots, a power of two (required)
+	SlotSize      uint32 // bytes per slot, a multiple of 64 (default 64: 56-byte payload)
+	Participants  uint32 // size of the participant table (default 64)
+	DeliveryLimit uint32 // deliveries after which a message is poison (default 5, at most 15)
+}
+
+func (c RingConfig) geometry() layout.Geometry {
+	if c.SlotSize == 0 {
+		c.SlotSize = layout.RingDefaultSlotSize
+	}
+	if c.Participants == 0 {
+		c.Participants = layout.RingDefaultPeers
+	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = layout.RingDefaultDeliveries
+	}
+	return layout.RingGeometry(c.Capacity, c.SlotSize, c.Participants, c.DeliveryLimit)
+}
+
+// SlotSizeFor returns the smallest slot size whose payload holds n bytes.
+func SlotSizeFor(n int) uint32 {
+	s := (uint32(n) + layout.RingSlotWordSize + layout.CacheLine - 1) &^ (layout.CacheLine - 1)
+	return max(s, layout.RingMinSlotSize)
+}
+
+// Ring is a bounded multi-producer multi-consumer queue of fixed-size slots
+// in a mapped file, shared by any number of goroutines and processes. A Ring
+// value is one participant: it is registered in the file's participant
+// table, and every slot it takes is stamped with that registration, so what
+// it leaves behind if its process dies can be found and recovered exactly.
+//
+// All methods are safe for concurrent use, except Close, which must come
+// after every other call on the value has returned.
+type Ring struct {
+	reg  *shm.Region
+	lay  layout.RingLayout
+	area []byte // the ring's area: reg.Bytes()[header size:]
+	mask uint64
+
+	tail, head               *atomic.Uint64
+	pushed, popped           *atomic.Uint64
+	fullHits, emptyHits      *atomic.Uint64
+	burned, correlation      *atomic.Uint64
+	claimed, acked, requeued *atomic.Uint64
+	poisoned, abandoned      *atomic.Uint64
+	repairs, repairLock      *atomic.Uint64
+	notEmptySeq, notEmptyW   *atomic.Uint32
+	notFullSeq, notFullW     *atomic.Uint32
+
+	self    uint16 // participant index + 1; 0 when not attached
+	selfCtl uint64 // our participant control word, to detach exactly
+	boot    uint64 // our boot tag
+}
+
+// CreateRing creates a ring file at path (a bare name lives in /dev/shm).
+// shm options set the mode and so on. The returned Ring is attached.
+func CreateRing(path string, cfg RingConfig, opts ...shm.Option) (*Ring, error) {
+	g := cfg.geometry()
+	if _, err := layout.NewRingLayout(g); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+	}
+	reg, err := shm.Create(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return attachRegion(reg)
+}
+
+// OpenRing opens an existing ring and attaches to it.
+func OpenRing(path string, opts ...shm.Option) (*Ring, error) {
+	reg, err := shm.Open(path, layout.KindRing, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if reg.ReadOnly() {
+		return viewRegion(reg)
+	}
+	return attachRegion(reg)
+}
+
+// OpenOrCreateRing opens the ring at path, creating it with cfg if it does
+// not exist. Racing processes all end up attached to one ring.
+func OpenOrCreateRing(path string, cfg RingConfig, opts ...shm.Option) (*Ring, bool, error) {
+	g := cfg.geometry()
+	if _, err := layout.NewRingLayout(g); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+	}
+	reg, created, err := shm.OpenOrCreate(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, opts...)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := attachRegion(reg)
+	return r, created, err
+}
+
+// OpenRingReadOnly maps a ring read-only without attaching: for inspectors,
+// which may Scan and read counters but not push, pop or repair.
+func OpenRingReadOnly(path string, opts ...shm.Option) (*Ring, error) {
+	reg, err := shm.Open(path, layout.KindRing, append(opts, shm.ReadOnly())...)
+	if err != nil {
+		return nil, err
+	}
+	return viewRegion(reg)
+}
+
+func viewRegion(reg *shm.Region) (*Ring, error) {
+	h := reg.Header()
+	lay, err := layout.NewRingLayout(h.Geometry)
+	if err != nil { // layout.Decode already validated it; be certain
+		reg.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
+	}
+	r := &Ring{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	if uint64(len(r.area)) != lay.BodySize {
+		reg.Close()
+		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(r.area), lay.BodySize)
+	}
+	u64 := func(off uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.area[off])) }
+	u32 := func(off uint64) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&r.area[off])) }
+	if uintptr(unsafe.Pointer(&r.area[0]))%layout.CacheLine != 0 {
+		reg.Close()
+		return nil, fmt.Errorf("%w: %s: ring area not cache-line aligned", ErrCorrupt, reg.Path())
+	}
+	r.tail, r.pushed, r.fullHits, r.burned = u64(layout.RingOffTail), u64(layout.RingOffPushed), u64(layout.RingOffFullHits), u64(layout.RingOffBurned)
+	r.head, r.popped, r.emptyHits = u64(layout.RingOffHead), u64(layout.RingOffPopped), u64(layout.RingOffEmptyHits)
+	r.notEmptySeq, r.notEmptyW = u32(layout.RingOffNotEmptySeq), u32(layout.RingOffNotEmptyWait)
+	r.notFullSeq, r.notFullW = u32(layout.RingOffNotFullSeq), u32(layout.RingOffNotFullWait)
+	r.correlation = u64(layout.RingOffCorrelation)
+	r.claimed, r.acked, r.requeued = u64(layout.RingOffClaimed), u64(layout.RingOffAcked), u64(layout.RingOffRequeued)
+	r.poisoned, r.abandoned, r.repairs = u64(layout.RingOffPoisoned), u64(layout.RingOffAbandoned), u64(layout.RingOffRepairs)
+	r.repairLock = u64(layout.RingOffRepairLock)
+	r.boot = bootTag()
+	return r, nil
+}
+
+func attachRegion(reg *shm.Region) (*Ring, error) {
+	r, err := viewRegion(reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.attach(); err != nil {
+		reg.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Path returns the ring file's path.
+func (r *Ring) Path() string { return r.reg.Path() }
+
+// Capacity returns the number of slots.
+func (r *Ring) Capacity() uint64 { return r.lay.Capacity }
+
+// SlotSize returns the bytes per slot.
+func (r *Ring) SlotSize() uint32 { return uint32(r.lay.SlotSize) }
+
+// MaxPayload returns the largest message the ring carries.
+func (r *Ring) MaxPayload() int { return int(r.lay.PayloadMax()) }
+
+// DeliveryLimit returns how many deliveries a message gets before it is
+// set aside as poison.
+func (r *Ring) DeliveryLimit() int { return int(r.lay.DeliveryLimit) }
+
+// Header returns the file's decoded common header.
+func (r *Ring) Header() layout.Header { return r.reg.Header() }
+
+// Participant returns this handle's participant index, or -1 if it is not
+// attached (read-only or closed).
+func (r *Ring) Participant() int { return int(r.self) - 1 }
+
+// NextID returns a ring-wide unique 64-bit id (a fetch-add on a counter in
+// the file): ids handed out by different processes never collide. The first
+// id is 1.
+func (r *Ring) NextID() uint64 { return r.correlation.Add(1) }
+
+// Sync flushes the ring to its file; see shm.Region.Sync.
+func (r *Ring) Sync() error { return r.reg.Sync() }
+
+// Close releases this participant's leases back to the ring, detaches from
+// the participant table and unmaps the file. Messages stay in the file.
+func (r *Ring) Close() error {
+	var err error
+	if r.self != 0 {
+		err = r.detach()
+	}
+	if cerr := r.reg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Counters is a snapshot of the ring's statistics, read without stopping
+// anyone (each counter is read atomically; together they are not a
+// consistent cut).
+type Counters struct {
+	Head, Tail uint64
+	Pushed     uint64 // messages published
+	Popped     uint64 // messages taken by Pop
+	Claimed    uint64 // messages leased by Claim
+	Acked      uint64 // leases released by Ack
+	Requeued   uint64 // messages recovered from dead participants
+	Poisoned   uint64 // messages set aside after too many deliveries
+	Abandoned  uint64 // half-written slots of dead producers released
+	Burned     uint64 // positions producers skipped because the slot held a lease
+	FullHits   uint64
+	EmptyHits  uint64
+	Repairs    uint64
+	NextID     uint64 // the correlation counter's current value
+}
+
+// Depth is the number of positions between head and tail: messages ready
+// or being written, plus positions burned past held leases.
+func (c Counters) Depth() uint64 {
+	if c.Tail < c.Head {
+		return 0
+	}
+	return c.Tail - c.Head
+}
+
+// Counters reads the ring's counters.
+func (r *Ring) Counters() Counters {
+	return Counters{
+		Head: r.head.Load(), Tail: r.tail.Load(),
+		Pushed: r.pushed.Load(), Popped: r.popped.Load(),
+		Claimed: r.claimed.Load(), Acked: r.acked.Load(),
+		Requeued: r.requeued.Load(), Poisoned: r.poisoned.Load(),
+		Abandoned: r.abandoned.Load(), Burned: r.burned.Load(),
+		FullHits: r.fullHits.Load(), EmptyHits: r.emptyHits.Load(),
+		Repairs: r.repairs.Load(), NextID: r.correlation.Load(),
+	}
+}
+
+// slotWord returns the atomic word of slot i. i is always a local value
+// masked by the capacity, never an index read from the mapping.
+func (r *Ring) slotWord(i uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.area[r.lay.SlotOff(i&r.mask)]))
+}
+
+// payload returns slot i's payload bytes [0, n); n is validated by callers
+// against MaxPayload before use.
+func (r *Ring) payload(i uint64, n uint32) []byte {
+	off := r.lay.SlotOff(i&r.mask) + layout.RingSlotWordSize
+	return r.area[off : off+uint64(n) : off+r.lay.PayloadMax()]
+}
+
+// corrupt wraps a bad slot word as an error naming the file and slot.
+func (r *Ring) corrupt(i uint64, raw uint64, err error) error {
+	return fmt.Errorf("%w: %s: slot %d word %#016x: %v", ErrCorrupt, r.reg.Path(), i&r.mask, raw, err)
+}
+
+// deadlineOrClose is used by waits that need a bounded slice.
+var stuckCheckInterval = 100 * time.Millisecond

@@ -1,0 +1,232 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// TryPop copies the next message into buf and returns its length, or
+// returns ErrEmpty. The message is the caller's once TryPop returns: if the
+// process dies inside TryPop the message is recovered by a repair, but once
+// it has returned nobody will deliver it again (use Claim for that).
+// A buf shorter than the next message gets ErrShortBuffer and the message
+// stays in the ring; a buf of MaxPayload bytes always suffices.
+func (r *Ring) TryPop(buf []byte) (int, error) {
+	n, err := r.pop(buf)
+	if err == ErrEmpty {
+		r.emptyHits.Add(1)
+	}
+	return n, err
+}
+
+func (r *Ring) pop(buf []byte) (int, error) {
+	if r.self == 0 {
+		return 0, ErrNotAttached
+	}
+	i, sw, err := r.take(layout.SlotReading, len(buf))
+	if err != nil {
+		return 0, err
+	}
+	n := copy(buf, r.payload(i, sw.Length))
+	shm.CrashPoint("ring.pop.after-copy")
+	r.slotWord(i).Store(layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack())
+	r.popped.Add(1)
+	if r.notFullW.Load() != 0 {
+		r.wakeProducers()
+	}
+	return n, nil
+}
+
+// Lease is a message handed to this participant by Claim. Its payload stays
+// in the ring's slot, untouched, until Ack or Release: Data is a view of it
+// (zero-copy), valid until then. If the process dies first, a repair
+// delivers the message again.
+type Lease struct {
+	slot       uint64
+	lap        uint32
+	data       []byte
+	Deliveries int // times this message has been handed out, this one included
+}
+
+// Data returns the leased message. It aliases the mapping: copy what must
+// outlive Ack.
+func (l *Lease) Data() []byte { return l.data }
+
+// Slot returns the index of the slot holding the message.
+func (l *Lease) Slot() uint64 { return l.slot }
+
+// TryClaim leases the next message, or returns ErrEmpty. A message already
+// delivered DeliveryLimit times is set aside as poison instead and the next
+// one is tried.
+func (r *Ring) TryClaim() (Lease, error) {
+	l, err := r.claim()
+	if err == ErrEmpty {
+		r.emptyHits.Add(1)
+	}
+	return l, err
+}
+
+func (r *Ring) claim() (Lease, error) {
+	if r.self == 0 {
+		return Lease{}, ErrNotAttached
+	}
+	i, sw, err := r.take(layout.SlotLeased, math.MaxInt)
+	if err != nil {
+		return Lease{}, err
+	}
+	r.claimed.Add(1)
+	return Lease{slot: i & r.mask, lap: sw.Lap, data: r.payload(i, sw.Length), Deliveries: int(sw.Deliveries)}, nil
+}
+
+// Ack releases a lease: the message is done with and its slot is free.
+func (r *Ring) Ack(l Lease) error {
+	if r.self == 0 {
+		return ErrNotAttached
+	}
+	w := r.slotWord(l.slot)
+	for {
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.State != layout.SlotLeased || sw.Owner != r.self {
+			return fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, r.Path(), l.slot, sw.State, int(sw.Owner)-1)
+		}
+		shm.CrashPoint("ring.ack.before-free")
+		// The lap has moved on by however many positions producers
+		// burned while the lease was held; free the slot for the next.
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+			r.acked.Add(1)
+			if r.notFullW.Load() != 0 {
+				r.wakeProducers()
+			}
+			return nil
+		}
+	}
+}
+
+// Release gives a lease back without processing it: the message is queued
+// again (its delivery count is kept, so a message that keeps being released
+// ends up as poison too).
+func (r *Ring) Release(l Lease) error {
+	if r.self == 0 {
+		return ErrNotAttached
+	}
+	w := r.slotWord(l.slot)
+	raw := w.Load()
+	sw := layout.UnpackSlot(raw)
+	if sw.State != layout.SlotLeased || sw.Owner != r.self {
+		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
+	}
+	_, err := r.recoverSlot(l.slot, raw, sw)
+	return err
+}
+
+// take moves the message at the head into state (reading or leased), owned
+// by this participant, and returns its slot and new word. Messages already
+// delivered DeliveryLimit times are poisoned on the way.
+func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, error) {
+	for {
+		h := r.head.Load()
+		lap := r.lay.LapOf(h)
+		w := r.slotWord(h)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		d := layout.LapDiff(sw.Lap, lap)
+		switch {
+		case d == 0 && sw.State == layout.SlotReady:
+			if err := sw.Validate(&r.lay); err != nil {
+				return 0, sw, r.corrupt(h, raw, err)
+			}
+			if uint32(sw.Deliveries) >= r.lay.DeliveryLimit {
+				r.poison(h, w, raw, sw)
+				continue
+			}
+			if int(sw.Length) > room {
+				return 0, sw, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, r.Path(), sw.Length, room)
+			}
+			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: r.self, Length: sw.Length, Lap: lap}
+			if !w.CompareAndSwap(raw, taken.Pack()) {
+				continue
+			}
+			if state == layout.SlotReading {
+				shm.CrashPoint("ring.pop.after-take")
+			} else {
+				shm.CrashPoint("ring.claim.after-take")
+			}
+			r.head.CompareAndSwap(h, h+1)
+			if state == layout.SlotReading {
+				shm.CrashPoint("ring.pop.after-advance")
+			} else {
+				shm.CrashPoint("ring.claim.after-advance")
+			}
+			return h, taken, nil
+
+		case d == 0 && (sw.State == layout.SlotFree || sw.State == layout.SlotWriting):
+			// Nothing published at the head yet (or a producer is still
+			// writing it): empty, unless our head was stale.
+			if r.head.Load() == h {
+				return 0, sw, ErrEmpty
+			}
+
+		case d == 0 || d == 1 || d == 2:
+			// The head's position was taken, burned or released already:
+			// help the head on.
+			r.head.CompareAndSwap(h, h+1)
+
+		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned || sw.State == layout.SlotReading):
+			// The slot still holds an earlier lap's message being read or
+			// leased; nothing has been produced at this position yet.
+			if r.head.Load() == h {
+				return 0, sw, ErrEmpty
+			}
+
+		default:
+			if r.head.Load() == h {
+				return 0, sw, r.corrupt(h, raw, fmt.Errorf("%s slot at lap %d seen from head %d (lap %d)", sw.State, sw.Lap, h, lap))
+			}
+		}
+	}
+}
+
+// poison sets a message that has had DeliveryLimit deliveries aside. It
+// stays in its slot (reported by Scan, taken by TakePoisoned), and
+// producers pass over the slot as they do over a lease.
+func (r *Ring) poison(h uint64, w interface{ CompareAndSwap(old, new uint64) bool }, raw uint64, sw layout.SlotWord) {
+	p := sw
+	p.State = layout.SlotPoisoned
+	if w.CompareAndSwap(raw, p.Pack()) {
+		r.poisoned.Add(1)
+		r.head.CompareAndSwap(h, h+1)
+	}
+}
+
+// TakePoisoned copies one poisoned message into buf, frees its slot and
+// returns its length and delivery count, or ErrEmpty if there is none.
+func (r *Ring) TakePoisoned(buf []byte) (n, deliveries int, err error) {
+	if r.self == 0 {
+		return 0, 0, ErrNotAttached
+	}
+	for i := uint64(0); i < r.lay.Capacity; i++ {
+		w := r.slotWord(i)
+		for {
+			raw := w.Load()
+			sw := layout.UnpackSlot(raw)
+			if sw.State != layout.SlotPoisoned {
+				break
+			}
+			if err := sw.Validate(&r.lay); err != nil {
+				return 0, 0, r.corrupt(i, raw, err)
+			}
+			if int(sw.Length) > len(buf) {
+				return 0, 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, r.Path(), sw.Length, len(buf))
+			}
+			n = copy(buf, r.payload(i, sw.Length))
+			if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+				return n, int(sw.Deliveries), nil
+			}
+		}
+	}
+	return 0, 0, ErrEmpty
+}

@@ -1,0 +1,116 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// TryPush publishes msg if a slot is free, or returns ErrFull. A message
+// larger than MaxPayload is refused with ErrTooLarge, never truncated.
+func (r *Ring) TryPush(msg []byte) error {
+	if r.self == 0 {
+		return ErrNotAttached
+	}
+	if uint64(len(msg)) > r.lay.PayloadMax() {
+		return r.tooLarge(len(msg))
+	}
+	err := r.push(msg, 0)
+	if err == ErrFull {
+		r.fullHits.Add(1)
+	}
+	return err
+}
+
+func (r *Ring) tooLarge(n int) error {
+	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
+}
+
+// push is the producer's state machine. Every step that can be interrupted
+// by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
+func (r *Ring) push(msg []byte, deliveries uint8) error {
+	var burnedHere uint64
+	for {
+		t := r.tail.Load()
+		lap := r.lay.LapOf(t)
+		w := r.slotWord(t)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		d := layout.LapDiff(sw.Lap, lap)
+		switch {
+		case d == 0 && sw.State == layout.SlotFree:
+			if raw != (layout.SlotWord{Lap: lap}).Pack() {
+				return r.corrupt(t, raw, sw.Validate(&r.lay))
+			}
+			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.self, Lap: lap}.Pack()
+			if !w.CompareAndSwap(raw, mine) {
+				continue
+			}
+			shm.CrashPoint("ring.push.after-claim")
+			r.tail.CompareAndSwap(t, t+1)
+			shm.CrashPoint("ring.push.after-advance")
+			copy(r.payload(t, uint32(len(msg))), msg)
+			shm.CrashPoint("ring.push.after-write")
+			// Release: the payload is visible before the READY word is.
+			w.Store(layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
+			shm.CrashPoint("ring.push.after-publish")
+			r.pushed.Add(1)
+			if r.notEmptyW.Load() != 0 {
+				r.wakeConsumers()
+			}
+			return nil
+
+		case d == 0 || d == 1:
+			// Position t is already taken (or was, and has been released):
+			// the tail lags. Help it on; whoever took t may be gone.
+			r.tail.CompareAndSwap(t, t+1)
+
+		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
+			// The slot still holds a lease or poison from an earlier lap.
+			// Skip ("burn") position t rather than stall behind it.
+			if burnedHere >= r.lay.Capacity {
+				return ErrFull // every slot is held
+			}
+			if err := sw.Validate(&r.lay); err != nil {
+				return r.corrupt(t, raw, err)
+			}
+			moved := sw
+			moved.Lap = lap
+			if w.CompareAndSwap(raw, moved.Pack()) {
+				burnedHere++
+				r.burned.Add(1)
+				shm.CrashPoint("ring.push.after-burn")
+				r.tail.CompareAndSwap(t, t+1)
+			}
+
+		case d == -1 && (sw.State == layout.SlotReady || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):
+			// The previous lap's message is still there: full, unless our
+			// tail was stale.
+			if r.tail.Load() == t {
+				return ErrFull
+			}
+
+		default:
+			if r.tail.Load() == t {
+				return r.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from tail %d (lap %d)", sw.State, sw.Lap, t, lap))
+			}
+		}
+	}
+}
+
+// wakeConsumers wakes every sleeping consumer. The waiter flag is cleared
+// by the waker, so a consumer that died asleep costs one extra wake at most.
+func (r *Ring) wakeConsumers() {
+	if r.notEmptyW.Swap(0) != 0 {
+		r.notEmptySeq.Add(1)
+		shm.FutexWake(r.notEmptySeq, -1)
+	}
+}
+
+func (r *Ring) wakeProducers() {
+	if r.notFullW.Swap(0) != 0 {
+		r.notFullSeq.Add(1)
+		shm.FutexWake(r.notFullSeq, -1)
+	}
+}

@@ -1,0 +1,307 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// SlotProblem classifies a slot found by Scan.
+type SlotProblem uint8
+
+const (
+	SlotOK            SlotProblem = iota // free, ready, or owned by a live participant
+	SlotOrphanedWrite                    // half-written by a dead producer: released by Repair
+	SlotOrphanedRead                     // being popped by a dead consumer: requeued by Repair
+	SlotOrphanedLease                    // leased by a dead consumer: requeued by Repair
+	SlotPoison                           // set aside after too many deliveries
+	SlotCorrupt                          // a word no ring operation writes
+)
+
+var slotProblemNames = [...]string{"ok", "orphaned write", "orphaned read", "orphaned lease", "poisoned", "corrupt"}
+
+func (p SlotProblem) String() string {
+	if int(p) < len(slotProblemNames) {
+		return slotProblemNames[p]
+	}
+	return fmt.Sprintf("problem(%d)", uint8(p))
+}
+
+// SlotReport describes one non-free slot.
+type SlotReport struct {
+	Index   uint64
+	Raw     uint64
+	Word    layout.SlotWord
+	Problem SlotProblem
+	Owner   int           // participant index, -1 for none
+	OwnerID shm.ProcessID // the owner's identity as the table records it
+	Alive   bool          // the owner is not proven dead
+	Err     string        // why the word is corrupt
+}
+
+// ScanReport is what Scan finds. It is a value: tools print it.
+type ScanReport struct {
+	Path     string
+	Counters Counters
+	Peers    []PeerStatus
+	States   map[layout.SlotState]int // slots in each state
+	Slots    []SlotReport             // every slot that is not free
+	Problems int                      // slots that are orphaned, poisoned or corrupt
+	Corrupt  int
+}
+
+// Scan reads the whole ring and reports every slot that is orphaned,
+// half-written, poisoned or corrupt, with its owner. It changes nothing
+// and works on read-only rings; values read from the mapping are
+// validated, never trusted.
+func (r *Ring) Scan() ScanReport {
+	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers(), States: map[layout.SlotState]int{}}
+	for i := uint64(0); i < r.lay.Capacity; i++ {
+		raw := r.slotWord(i).Load()
+		sr := r.classify(i, raw, rep.Peers)
+		if sr.Problem == SlotCorrupt {
+			rep.Corrupt++
+		} else {
+			rep.States[sr.Word.State]++
+		}
+		if sr.Word.State != layout.SlotFree || sr.Problem != SlotOK {
+			rep.Slots = append(rep.Slots, sr)
+		}
+		if sr.Problem != SlotOK {
+			rep.Problems++
+		}
+	}
+	return rep
+}
+
+func (r *Ring) classify(i, raw uint64, peers []PeerStatus) SlotReport {
+	sw := layout.UnpackSlot(raw)
+	sr := SlotReport{Index: i, Raw: raw, Word: sw, Owner: int(sw.Owner) - 1, Alive: true}
+	if err := sw.Validate(&r.lay); err != nil {
+		sr.Problem, sr.Err = SlotCorrupt, err.Error()
+		return sr
+	}
+	if sw.State == layout.SlotPoisoned {
+		sr.Problem = SlotPoison
+	}
+	if sr.Owner < 0 {
+		return sr
+	}
+	p := peers[sr.Owner]
+	sr.OwnerID, sr.Alive = p.ID, !p.Dead
+	if p.State == "free" || p.State == "claiming" {
+		// An owner stamp pointing at an unused entry: no process can be
+		// proven to own it, and no repair may guess.
+		sr.Problem, sr.Err, sr.Alive = SlotCorrupt, "owner entry is "+p.State, false
+		return sr
+	}
+	if p.Dead {
+		switch sw.State {
+		case layout.SlotWriting:
+			sr.Problem = SlotOrphanedWrite
+		case layout.SlotReading:
+			sr.Problem = SlotOrphanedRead
+		case layout.SlotLeased:
+			sr.Problem = SlotOrphanedLease
+		}
+	}
+	return sr
+}
+
+// RepairReport says what Repair did.
+type RepairReport struct {
+	DeadPeers       []PeerStatus // participants proven dead and reclaimed
+	Abandoned       int          // half-written slots released (their push never returned)
+	Requeued        int          // messages of dead consumers pushed again at the tail
+	RequeuedInPlace int          // ... re-published in their own slot (ring was full)
+	Corrupt         int          // corrupt slots left alone
+}
+
+// Changed reports whether the repair changed anything.
+func (rr RepairReport) Changed() bool {
+	return len(rr.DeadPeers)+rr.Abandoned+rr.Requeued+rr.RequeuedInPlace > 0
+}
+
+// Repair recovers what dead participants left behind: half-written slots
+// are released, messages they were popping or had leased are delivered
+// again (at-least-once, delivery count kept), and their table entries are
+// freed. It acts only on proof of death (pid and start time, or an earlier
+// boot), never on a timeout, so it is safe while live processes keep using
+// the ring; every change is a CAS from the exact word that names the dead
+// owner. It is idempotent. One repairer runs at a time (ErrRepairBusy
+// otherwise); a repairer that died holding that role is itself replaced
+// on proof of death.
+func (r *Ring) Repair() (RepairReport, error) {
+	var rep RepairReport
+	if r.self == 0 {
+		return rep, ErrNotAttached
+	}
+	if !r.lockRepair() {
+		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, r.Path())
+	}
+	defer r.repairLock.CompareAndSwap(uint64(r.self), 0)
+
+	// 1. Prove deaths. An entry marked dead stays dead until its slots are
+	// repaired, so an interrupted repair is finished by the next one.
+	dead := make([]bool, r.lay.Participants)
+	anyDead := false
+	for i := uint64(0); i < r.lay.Participants; i++ {
+		ps, v := r.peerStatus(i)
+		if !ps.Dead || ps.Self {
+			continue
+		}
+		c := layout.UnpackPeer(v)
+		e := r.peer(i)
+		switch c.State {
+		case layout.PeerClaiming: // owns no slot yet
+			if e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack()) {
+				rep.DeadPeers = append(rep.DeadPeers, ps)
+			}
+		case layout.PeerActive:
+			c.State = layout.PeerDead
+			if e.ctl.CompareAndSwap(v, c.Pack()) {
+				dead[i], anyDead = true, true
+				rep.DeadPeers = append(rep.DeadPeers, ps)
+			}
+		case layout.PeerDead:
+			dead[i], anyDead = true, true
+			rep.DeadPeers = append(rep.DeadPeers, ps)
+		}
+	}
+	// 2. Repair every slot a dead participant owns.
+	for i := uint64(0); anyDead && i < r.lay.Capacity; i++ {
+		raw := r.slotWord(i).Load()
+		sw := layout.UnpackSlot(raw)
+		if err := sw.Validate(&r.lay); err != nil {
+			rep.Corrupt++
+			continue
+		}
+		if sw.Owner == 0 || !dead[sw.Owner-1] {
+			continue
+		}
+		what, err := r.recoverSlot(i, raw, sw)
+		if err != nil {
+			return rep, err
+		}
+		switch what {
+		case recoveredAbandoned:
+			rep.Abandoned++
+		case recoveredRequeued:
+			rep.Requeued++
+		case recoveredInPlace:
+			rep.RequeuedInPlace++
+		}
+	}
+	// 3. Free the entries: no slot refers to them any more.
+	for i := uint64(0); i < r.lay.Participants; i++ {
+		if !dead[i] {
+			continue
+		}
+		e := r.peer(i)
+		v := e.ctl.Load()
+		if c := layout.UnpackPeer(v); c.State == layout.PeerDead {
+			e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack())
+		}
+	}
+	if rep.Changed() {
+		r.repairs.Add(1)
+		r.wakeConsumers()
+		r.wakeProducers()
+	}
+	return rep, nil
+}
+
+// lockRepair takes the repairer role, replacing a holder proven dead.
+func (r *Ring) lockRepair() bool {
+	for {
+		v := r.repairLock.Load()
+		if v == 0 {
+			if r.repairLock.CompareAndSwap(0, uint64(r.self)) {
+				return true
+			}
+			continue
+		}
+		if v == uint64(r.self) {
+			return false // this handle is already repairing (re-entry)
+		}
+		if v > r.lay.Participants {
+			// Corrupt holder: nobody can own it.
+			if r.repairLock.CompareAndSwap(v, uint64(r.self)) {
+				return true
+			}
+			continue
+		}
+		if ps, _ := r.peerStatus(v - 1); !ps.Dead {
+			return false
+		}
+		if r.repairLock.CompareAndSwap(v, uint64(r.self)) {
+			return true
+		}
+	}
+}
+
+type recovered int
+
+const (
+	recoveredNothing recovered = iota
+	recoveredAbandoned
+	recoveredRequeued
+	recoveredInPlace
+)
+
+// recoverSlot undoes what an owner that will never finish left in slot i,
+// whose word was raw. Its callers guarantee the owner is dead (Repair) or
+// is this very participant (Release, Close). Each step is a CAS from a word
+// naming that owner, so a slot that changed meanwhile is left alone.
+func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error) {
+	w := r.slotWord(i)
+	switch sw.State {
+	case layout.SlotWriting:
+		// The push never returned: nobody was promised this message.
+		// Release the position; producers and consumers step past it.
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+			r.abandoned.Add(1)
+			return recoveredAbandoned, nil
+		}
+		return recoveredNothing, nil
+	case layout.SlotReading, layout.SlotLeased:
+	default:
+		return recoveredNothing, nil
+	}
+	owner := sw.Owner
+	// Deliver it again: a copy at the tail is seen soon; if the ring is
+	// full, re-publish it in its own slot one lap on instead.
+	pushErr := r.push(r.payload(i, sw.Length), sw.Deliveries)
+	if pushErr != nil && pushErr != ErrFull {
+		return recoveredNothing, pushErr
+	}
+	if pushErr == nil {
+		shm.CrashPoint("ring.repair.after-requeue")
+	}
+	for {
+		var next uint64
+		if pushErr == nil {
+			next = layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()
+		} else {
+			next = layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()
+		}
+		if w.CompareAndSwap(raw, next) {
+			r.requeued.Add(1)
+			if pushErr == nil {
+				return recoveredRequeued, nil
+			}
+			if r.notEmptyW.Load() != 0 {
+				r.wakeConsumers()
+			}
+			return recoveredInPlace, nil
+		}
+		// Producers may have burned past the lease meanwhile (its lap
+		// moved); anything else means the slot is no longer ours to fix.
+		raw = w.Load()
+		sw = layout.UnpackSlot(raw)
+		if sw.Owner != owner || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
+			return recoveredNothing, nil
+		}
+	}
+}

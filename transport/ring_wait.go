@@ -1,0 +1,236 @@
+package transport
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// Blocking operations spin briefly (the other side is usually a few hundred
+// nanoseconds away), then sleep on a futex word in the mapping. The other
+// side issues a wake syscall only when a sleeper has raised the waiter flag,
+// so an uncontended push or pop makes no syscall.
+const (
+	spinTries  = 64 // tight re-tries before yielding
+	yieldTries = 16 // runtime.Gosched re-tries before sleeping
+)
+
+// Push publishes msg, waiting while the ring is full. It returns ctx's error
+// if ctx ends first.
+func (r *Ring) Push(ctx context.Context, msg []byte) error {
+	if r.self == 0 {
+		return ErrNotAttached
+	}
+	if uint64(len(msg)) > r.lay.PayloadMax() {
+		return r.tooLarge(len(msg))
+	}
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		err := r.push(msg, 0)
+		if err != ErrFull {
+			return err
+		}
+		if attempt == 0 {
+			r.fullHits.Add(1)
+		}
+		if backoff(attempt) {
+			continue
+		}
+		if stop == nil {
+			stop = r.wakeOnDone(ctx, r.notFullSeq)
+		}
+		done := false
+		serr := r.sleep(ctx, r.notFullSeq, r.notFullW, func() bool {
+			err = r.push(msg, 0)
+			done = err != ErrFull
+			return done
+		}, r.tailSlot)
+		if done {
+			return err
+		}
+		if serr != nil {
+			return serr
+		}
+	}
+}
+
+// Pop waits for the next message and copies it into buf.
+func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
+	if r.self == 0 {
+		return 0, ErrNotAttached
+	}
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		n, err := r.pop(buf)
+		if err != ErrEmpty {
+			return n, err
+		}
+		if attempt == 0 {
+			r.emptyHits.Add(1)
+		}
+		if backoff(attempt) {
+			continue
+		}
+		if stop == nil {
+			stop = r.wakeOnDone(ctx, r.notEmptySeq)
+		}
+		got := false
+		serr := r.sleep(ctx, r.notEmptySeq, r.notEmptyW, func() bool {
+			n, err = r.pop(buf)
+			got = err != ErrEmpty
+			return got
+		}, r.headSlot)
+		if got {
+			return n, err
+		}
+		if serr != nil {
+			return 0, serr
+		}
+	}
+}
+
+// Claim waits for the next message and leases it (see TryClaim).
+func (r *Ring) Claim(ctx context.Context) (Lease, error) {
+	if r.self == 0 {
+		return Lease{}, ErrNotAttached
+	}
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		l, err := r.claim()
+		if err != ErrEmpty {
+			return l, err
+		}
+		if attempt == 0 {
+			r.emptyHits.Add(1)
+		}
+		if backoff(attempt) {
+			continue
+		}
+		if stop == nil {
+			stop = r.wakeOnDone(ctx, r.notEmptySeq)
+		}
+		got := false
+		serr := r.sleep(ctx, r.notEmptySeq, r.notEmptyW, func() bool {
+			l, err = r.claim()
+			got = err != ErrEmpty
+			return got
+		}, r.headSlot)
+		if got {
+			return l, err
+		}
+		if serr != nil {
+			return Lease{}, serr
+		}
+	}
+}
+
+// backoff spins, then yields; it returns false when it is time to sleep.
+func backoff(attempt int) bool {
+	switch {
+	case attempt < spinTries:
+		return true
+	case attempt < spinTries+yieldTries:
+		runtime.Gosched()
+		return true
+	}
+	return false
+}
+
+// sleep announces a sleeper, re-checks with retry (which performs the
+// operation), and sleeps on seq until woken, ctx ends, or, when the slot
+// in the way belongs to a process that might be dead, a check interval
+// passes. retry reports its own outcome to the caller; sleep returns ctx's
+// error or a futex failure, and nil to make the caller try again.
+func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64)) error {
+	s := seq.Load()
+	flag.Store(1)
+	if retry() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	timeout := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), 0)
+	}
+	// A slot owned by a writer or reader in the way may belong to a dead
+	// process: look again after an interval, and repair on proof of death.
+	idx, raw := blocker()
+	owned := isOwned(raw)
+	if owned && (timeout < 0 || timeout > stuckCheckInterval) {
+		timeout = stuckCheckInterval
+	}
+	err := shm.FutexWait(seq, s, timeout)
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if err == shm.ErrTimeout && owned {
+		if _, now := blocker(); now == raw {
+			r.healSlot(idx, raw)
+		}
+	}
+	if err != nil && err != shm.ErrTimeout {
+		return err
+	}
+	return nil
+}
+
+func isOwned(raw uint64) bool {
+	s := layout.UnpackSlot(raw).State
+	return s == layout.SlotWriting || s == layout.SlotReading
+}
+
+func (r *Ring) headSlot() (uint64, uint64) {
+	h := r.head.Load()
+	return h & r.mask, r.slotWord(h).Load()
+}
+
+func (r *Ring) tailSlot() (uint64, uint64) {
+	t := r.tail.Load()
+	return t & r.mask, r.slotWord(t).Load()
+}
+
+// healSlot repairs the ring if the owner of the slot in the way is proven
+// dead. A live owner, however slow, is left alone.
+func (r *Ring) healSlot(idx, raw uint64) {
+	sw := layout.UnpackSlot(raw)
+	if sw.Owner == 0 || uint64(sw.Owner) > r.lay.Participants {
+		return
+	}
+	if ps, _ := r.peerStatus(uint64(sw.Owner - 1)); ps.Dead {
+		r.Repair()
+	}
+}
+
+// wakeOnDone arranges for ctx's end to wake sleepers on seq, so a blocked
+// call returns at once on cancellation without polling. Only blocking calls
+// that actually sleep pay for it.
+func (r *Ring) wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() bool {
+	if ctx.Done() == nil {
+		return func() bool { return true }
+	}
+	return context.AfterFunc(ctx, func() {
+		seq.Add(1)
+		shm.FutexWake(seq, -1)
+	})
+}
