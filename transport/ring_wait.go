@@ -28,7 +28,7 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 	if uint64(len(msg)) > r.lay.PayloadMax() {
 		return r.tooLarge(len(msg))
 	}
-	var stop func() bool
+	var stop func()
 	defer func() {
 		if stop != nil {
 			stop()
@@ -68,7 +68,7 @@ func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
 	if r.self == 0 {
 		return 0, ErrNotAttached
 	}
-	var stop func() bool
+	var stop func()
 	defer func() {
 		if stop != nil {
 			stop()
@@ -108,7 +108,7 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 	if r.self == 0 {
 		return Lease{}, ErrNotAttached
 	}
-	var stop func() bool
+	var stop func()
 	defer func() {
 		if stop != nil {
 			stop()
@@ -225,12 +225,23 @@ func (r *Ring) healSlot(idx, raw uint64) {
 // wakeOnDone arranges for ctx's end to wake sleepers on seq, so a blocked
 // call returns at once on cancellation without polling. Only blocking calls
 // that actually sleep pay for it.
-func (r *Ring) wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() bool {
+//
+// The returned stop function must be called before the call returns: if the
+// wake-up is already running, stop waits for it, so it never touches a
+// mapping that Close has since unmapped.
+func (r *Ring) wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() {
 	if ctx.Done() == nil {
-		return func() bool { return true }
+		return func() {}
 	}
-	return context.AfterFunc(ctx, func() {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
 		seq.Add(1)
 		shm.FutexWake(seq, -1)
 	})
+	return func() {
+		if !stop() {
+			<-done
+		}
+	}
 }
