@@ -11,7 +11,7 @@ import (
 //	area offset
 //	   0 +--------------------------------------------------------------+
 //	     | tail | pushed | full_hits | burned        (producers' line)  |
-//	  64 | head | popped | empty_hits                (consumers' line)  |
+//	  64 | head | popped | empty_hits | deferred     (consumers' line)  |
 //	 128 | not_empty_seq | not_empty_waiters         (futex line)       |
 //	 192 | not_full_seq  | not_full_waiters          (futex line)       |
 //	 256 | correlation                                                  |
@@ -36,6 +36,7 @@ const (
 	RingOffHead           = 64
 	RingOffPopped         = 72
 	RingOffEmptyHits      = 80
+	RingOffDeferred       = 88
 	RingOffNotEmptySeq    = 128
 	RingOffNotEmptyWait   = 132
 	RingOffNotFullSeq     = 192
@@ -143,6 +144,7 @@ func (l *RingLayout) fieldMap() Map {
 		u64("ring.head", RingOffHead, "next position consumers take"),
 		u64("ring.popped", RingOffPopped, "messages taken by plain pops"),
 		u64("ring.empty_hits", RingOffEmptyHits, "pops and claims that found the ring empty"),
+		u64("ring.deferred", RingOffDeferred, "messages of dead participants waiting for room to be requeued"),
 		u32("ring.not_empty_seq", RingOffNotEmptySeq, "futex word consumers sleep on"),
 		u32("ring.not_empty_waiters", RingOffNotEmptyWait, "non-zero while a consumer may sleep"),
 		u32("ring.not_full_seq", RingOffNotFullSeq, "futex word producers sleep on"),

@@ -54,6 +54,7 @@ type Ring struct {
 	tail, head               *atomic.Uint64
 	pushed, popped           *atomic.Uint64
 	fullHits, emptyHits      *atomic.Uint64
+	deferred                 *atomic.Uint64
 	burned, correlation      *atomic.Uint64
 	claimed, acked, requeued *atomic.Uint64
 	poisoned, abandoned      *atomic.Uint64
@@ -137,6 +138,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	}
 	r.tail, r.pushed, r.fullHits, r.burned = u64(layout.RingOffTail), u64(layout.RingOffPushed), u64(layout.RingOffFullHits), u64(layout.RingOffBurned)
 	r.head, r.popped, r.emptyHits = u64(layout.RingOffHead), u64(layout.RingOffPopped), u64(layout.RingOffEmptyHits)
+	r.deferred = u64(layout.RingOffDeferred)
 	r.notEmptySeq, r.notEmptyW = u32(layout.RingOffNotEmptySeq), u32(layout.RingOffNotEmptyWait)
 	r.notFullSeq, r.notFullW = u32(layout.RingOffNotFullSeq), u32(layout.RingOffNotFullWait)
 	r.correlation = u64(layout.RingOffCorrelation)
@@ -219,6 +221,7 @@ type Counters struct {
 	FullHits   uint64
 	EmptyHits  uint64
 	Repairs    uint64
+	Deferred   uint64 // messages of dead participants waiting for room to be requeued
 	NextID     uint64 // the correlation counter's current value
 }
 
@@ -240,7 +243,7 @@ func (r *Ring) Counters() Counters {
 		Requeued: r.requeued.Load(), Poisoned: r.poisoned.Load(),
 		Abandoned: r.abandoned.Load(), Burned: r.burned.Load(),
 		FullHits: r.fullHits.Load(), EmptyHits: r.emptyHits.Load(),
-		Repairs: r.repairs.Load(), NextID: r.correlation.Load(),
+		Repairs: r.repairs.Load(), Deferred: r.deferred.Load(), NextID: r.correlation.Load(),
 	}
 }
 

@@ -39,47 +39,86 @@ func (r *Ring) peer(i uint64) peerEntry {
 	return peerEntry{ctl: u64(0), start: u64(8), boot: u64(16), attached: u64(24)}
 }
 
-// attach takes a free participant entry. When the table is full it reclaims
-// the entries of dead processes (a repair pass) and tries once more.
+// attach takes a free participant entry. When none is free it takes over
+// the entry of a process proven dead, first recovering in place whatever
+// that process left in the ring (no Repair: an unattached handle cannot
+// stamp slots, and the repair role needs a participant).
 func (r *Ring) attach() error {
-	for attempt := 0; attempt < 2; attempt++ {
-		if r.tryAttach() {
-			return nil
-		}
-		if _, err := r.Repair(); err != nil && attempt == 0 {
-			return fmt.Errorf("%w: %s: %d entries: %v", ErrTooManyPeers, r.Path(), r.lay.Participants, err)
-		}
+	if r.tryAttach() || r.takeOverDead() {
+		return nil
 	}
 	return fmt.Errorf("%w: %s: all %d entries belong to live processes", ErrTooManyPeers, r.Path(), r.lay.Participants)
 }
 
 func (r *Ring) tryAttach() bool {
-	self := shm.Self()
 	for i := uint64(0); i < r.lay.Participants; i++ {
 		e := r.peer(i)
 		v := e.ctl.Load()
-		c := layout.UnpackPeer(v)
-		if c.State != layout.PeerFree {
-			continue
+		if c := layout.UnpackPeer(v); c.State == layout.PeerFree && r.claimEntry(i, v, c.Gen) {
+			return true
 		}
-		claiming := layout.PeerCtl{State: layout.PeerClaiming, Gen: c.Gen, PID: uint32(self.PID)}.Pack()
-		if !e.ctl.CompareAndSwap(v, claiming) {
-			continue
-		}
-		e.start.Store(self.Start)
-		e.boot.Store(r.boot)
-		e.attached.Store(uint64(time.Now().UnixNano()))
-		shm.CrashPoint("ring.attach.after-claim-entry")
-		active := layout.PeerCtl{State: layout.PeerActive, Gen: c.Gen, PID: uint32(self.PID)}.Pack()
-		if !e.ctl.CompareAndSwap(claiming, active) {
-			// Only a repairer that proved our pid gone could change it:
-			// impossible while we run. Treat as lost and keep looking.
-			continue
-		}
-		r.self, r.selfCtl = uint16(i+1), active
-		return true
 	}
 	return false
+}
+
+// takeOverDead claims the entry of a dead participant (claiming or active;
+// entries marked dead belong to a Repair in progress). While the entry is
+// ours but still "claiming", every slot stamped with its index is the dead
+// process's: each is recovered without a push (an unattached handle has no
+// stamp to push with). If one cannot be (a lease, or a read that no
+// producer waits on), the entry is handed to Repair instead (marked dead)
+// and the next one is tried.
+func (r *Ring) takeOverDead() bool {
+	for i := uint64(0); i < r.lay.Participants; i++ {
+		ps, v := r.peerStatus(i)
+		c := layout.UnpackPeer(v)
+		if !ps.Dead || (c.State != layout.PeerActive && c.State != layout.PeerClaiming) {
+			continue
+		}
+		if r.claimEntry(i, v, c.Gen+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimEntry moves entry i from word v to claiming (generation gen),
+// records our identity, recovers any slot still stamped with the entry's
+// index (left by an earlier owner proven dead), and activates it.
+func (r *Ring) claimEntry(i, v uint64, gen uint32) bool {
+	self := shm.Self()
+	e := r.peer(i)
+	claiming := layout.PeerCtl{State: layout.PeerClaiming, Gen: gen, PID: uint32(self.PID)}.Pack()
+	if !e.ctl.CompareAndSwap(v, claiming) {
+		return false
+	}
+	e.start.Store(self.Start)
+	e.boot.Store(r.boot)
+	e.attached.Store(uint64(time.Now().UnixNano()))
+	shm.CrashPoint("ring.attach.after-claim-entry")
+	stamp := uint16(i + 1)
+	for s := uint64(0); s < r.lay.Capacity; s++ {
+		raw := r.slotWord(s).Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.Owner != stamp || sw.Validate(&r.lay) != nil {
+			continue
+		}
+		if r.recoverWithoutPush(s, raw, sw) == recoveredDeferred {
+			// Leave it to Repair, which can push a copy.
+			e.ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerDead, Gen: gen, PID: uint32(self.PID)}.Pack())
+			return false
+		}
+	}
+	// A dead owner of this entry may have held the repair role.
+	r.repairLock.CompareAndSwap(uint64(stamp), 0)
+	active := layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: uint32(self.PID)}.Pack()
+	if !e.ctl.CompareAndSwap(claiming, active) {
+		// Only a repairer that proved our pid gone could change it:
+		// impossible while we run.
+		return false
+	}
+	r.self, r.selfCtl = stamp, active
+	return true
 }
 
 // detach hands this participant's leases back to the ring and frees its
@@ -88,6 +127,7 @@ func (r *Ring) tryAttach() bool {
 func (r *Ring) detach() error {
 	me := r.self
 	var firstErr error
+	deferred := false
 	for i := uint64(0); i < r.lay.Capacity; i++ {
 		w := r.slotWord(i)
 		raw := w.Load()
@@ -95,14 +135,22 @@ func (r *Ring) detach() error {
 		if sw.Owner != me || sw.Validate(&r.lay) != nil {
 			continue
 		}
-		if _, err := r.recoverSlot(i, raw, sw); err != nil && firstErr == nil {
+		what, err := r.recoverSlot(i, raw, sw)
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+		deferred = deferred || what == recoveredDeferred || err != nil
 	}
 	e := r.peer(uint64(me - 1))
 	c := layout.UnpackPeer(r.selfCtl)
-	free := layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack()
-	e.ctl.CompareAndSwap(r.selfCtl, free)
+	next := layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}
+	if deferred {
+		// Leases we could not queue again (no room) stay stamped with
+		// our entry: mark it dead so a later Repair requeues them.
+		next = layout.PeerCtl{State: layout.PeerDead, Gen: c.Gen, PID: c.PID}
+		r.deferred.Add(1)
+	}
+	e.ctl.CompareAndSwap(r.selfCtl, next.Pack())
 	r.self = 0
 	return firstErr
 }

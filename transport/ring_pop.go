@@ -119,7 +119,10 @@ func (r *Ring) Release(l Lease) error {
 	if sw.State != layout.SlotLeased || sw.Owner != r.self {
 		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
 	}
-	_, err := r.recoverSlot(l.slot, raw, sw)
+	what, err := r.recoverSlot(l.slot, raw, sw)
+	if err == nil && what == recoveredDeferred {
+		return fmt.Errorf("%w: %s: no room to queue the message again; the lease is still held", ErrFull, r.Path())
+	}
 	return err
 }
 
@@ -167,6 +170,9 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			// Nothing published at the head yet (or a producer is still
 			// writing it): empty, unless our head was stale.
 			if r.head.Load() == h {
+				if r.requeueDeferred() {
+					continue
+				}
 				return 0, sw, ErrEmpty
 			}
 
@@ -188,6 +194,17 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			}
 		}
 	}
+}
+
+// requeueDeferred runs a repair when an earlier one left messages of dead
+// participants waiting for room, and reports whether it requeued any. The
+// check is one load, made only on the way to reporting an empty ring.
+func (r *Ring) requeueDeferred() bool {
+	if r.deferred.Load() == 0 {
+		return false
+	}
+	rep, err := r.Repair()
+	return err == nil && rep.Requeued+rep.RequeuedInPlace > 0
 }
 
 // poison sets a message that has had DeliveryLimit deliveries aside. It

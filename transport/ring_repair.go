@@ -90,7 +90,7 @@ func (r *Ring) classify(i, raw uint64, peers []PeerStatus) SlotReport {
 	}
 	p := peers[sr.Owner]
 	sr.OwnerID, sr.Alive = p.ID, !p.Dead
-	if p.State == "free" || p.State == "claiming" {
+	if p.State == "free" || (p.State == "claiming" && !p.Dead) {
 		// An owner stamp pointing at an unused entry: no process can be
 		// proven to own it, and no repair may guess.
 		sr.Problem, sr.Err, sr.Alive = SlotCorrupt, "owner entry is "+p.State, false
@@ -115,6 +115,7 @@ type RepairReport struct {
 	Abandoned       int          // half-written slots released (their push never returned)
 	Requeued        int          // messages of dead consumers pushed again at the tail
 	RequeuedInPlace int          // ... re-published in their own slot (ring was full)
+	Deferred        int          // messages left for a later repair: no room to requeue yet
 	Corrupt         int          // corrupt slots left alone
 }
 
@@ -154,11 +155,9 @@ func (r *Ring) Repair() (RepairReport, error) {
 		c := layout.UnpackPeer(v)
 		e := r.peer(i)
 		switch c.State {
-		case layout.PeerClaiming: // owns no slot yet
-			if e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack()) {
-				rep.DeadPeers = append(rep.DeadPeers, ps)
-			}
-		case layout.PeerActive:
+		case layout.PeerClaiming, layout.PeerActive:
+			// A dead claimer may have been taking over an entry whose
+			// slots it had not finished recovering: treat both alike.
 			c.State = layout.PeerDead
 			if e.ctl.CompareAndSwap(v, c.Pack()) {
 				dead[i], anyDead = true, true
@@ -170,6 +169,7 @@ func (r *Ring) Repair() (RepairReport, error) {
 		}
 	}
 	// 2. Repair every slot a dead participant owns.
+	keep := make([]bool, r.lay.Participants) // entries with deferred slots
 	for i := uint64(0); anyDead && i < r.lay.Capacity; i++ {
 		raw := r.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
@@ -191,11 +191,17 @@ func (r *Ring) Repair() (RepairReport, error) {
 			rep.Requeued++
 		case recoveredInPlace:
 			rep.RequeuedInPlace++
+		case recoveredDeferred:
+			rep.Deferred++
+			keep[sw.Owner-1] = true
 		}
 	}
-	// 3. Free the entries: no slot refers to them any more.
+	// Consumers that find the ring empty retry a repair while this is
+	// non-zero: the deferred messages are requeued once there is room.
+	r.deferred.Store(uint64(rep.Deferred))
+	// 3. Free the entries no slot refers to any more.
 	for i := uint64(0); i < r.lay.Participants; i++ {
-		if !dead[i] {
+		if !dead[i] || keep[i] {
 			continue
 		}
 		e := r.peer(i)
@@ -244,57 +250,36 @@ func (r *Ring) lockRepair() bool {
 type recovered int
 
 const (
-	recoveredNothing recovered = iota
-	recoveredAbandoned
-	recoveredRequeued
-	recoveredInPlace
+	recoveredNothing   recovered = iota // the slot changed meanwhile: not ours to fix
+	recoveredAbandoned                  // half-written slot released
+	recoveredRequeued                   // message pushed again at the tail
+	recoveredInPlace                    // message re-published in its own slot
+	recoveredDeferred                   // no room to requeue now: left for a later repair
 )
 
 // recoverSlot undoes what an owner that will never finish left in slot i,
 // whose word was raw. Its callers guarantee the owner is dead (Repair) or
-// is this very participant (Release, Close). Each step is a CAS from a word
+// is this very handle (Release, Close). Each step is a CAS from a word
 // naming that owner, so a slot that changed meanwhile is left alone.
 func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error) {
+	if sw.State != layout.SlotReading && sw.State != layout.SlotLeased {
+		return r.recoverWithoutPush(i, raw, sw), nil
+	}
+	// Deliver it again: a copy at the tail is seen soon. Without room,
+	// recoverWithoutPush re-publishes in place only where that is
+	// immediately deliverable, and defers otherwise.
+	if err := r.push(r.payload(i, sw.Length), sw.Deliveries); err == ErrFull {
+		return r.recoverWithoutPush(i, raw, sw), nil
+	} else if err != nil {
+		return recoveredNothing, err
+	}
+	shm.CrashPoint("ring.repair.after-requeue")
 	w := r.slotWord(i)
-	switch sw.State {
-	case layout.SlotWriting:
-		// The push never returned: nobody was promised this message.
-		// Release the position; producers and consumers step past it.
-		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			r.abandoned.Add(1)
-			return recoveredAbandoned, nil
-		}
-		return recoveredNothing, nil
-	case layout.SlotReading, layout.SlotLeased:
-	default:
-		return recoveredNothing, nil
-	}
 	owner := sw.Owner
-	// Deliver it again: a copy at the tail is seen soon; if the ring is
-	// full, re-publish it in its own slot one lap on instead.
-	pushErr := r.push(r.payload(i, sw.Length), sw.Deliveries)
-	if pushErr != nil && pushErr != ErrFull {
-		return recoveredNothing, pushErr
-	}
-	if pushErr == nil {
-		shm.CrashPoint("ring.repair.after-requeue")
-	}
 	for {
-		var next uint64
-		if pushErr == nil {
-			next = layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()
-		} else {
-			next = layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()
-		}
-		if w.CompareAndSwap(raw, next) {
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
 			r.requeued.Add(1)
-			if pushErr == nil {
-				return recoveredRequeued, nil
-			}
-			if r.notEmptyW.Load() != 0 {
-				r.wakeConsumers()
-			}
-			return recoveredInPlace, nil
+			return recoveredRequeued, nil
 		}
 		// Producers may have burned past the lease meanwhile (its lap
 		// moved); anything else means the slot is no longer ours to fix.
@@ -304,4 +289,44 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 			return recoveredNothing, nil
 		}
 	}
+}
+
+// recoverWithoutPush recovers a slot without taking a new position, which
+// needs no owner stamp and no room:
+//
+//   - a half-written slot is released (its lap moves on; producers and
+//     consumers step past the position);
+//   - a message being read is re-published in its own slot one lap on, but
+//     only when the tail is exactly at that position, i.e. this slot is
+//     what stops the producers: then it is the very next message, in order;
+//   - anything else is deferred: re-publishing a message at a position the
+//     tail has not reached would hide it until the ring wraps.
+func (r *Ring) recoverWithoutPush(i, raw uint64, sw layout.SlotWord) recovered {
+	w := r.slotWord(i)
+	next := (sw.Lap + 1) & layout.SlotLapMask
+	switch sw.State {
+	case layout.SlotWriting:
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: next}.Pack()) {
+			r.abandoned.Add(1)
+			return recoveredAbandoned
+		}
+		return recoveredNothing
+	case layout.SlotReading:
+		t := r.tail.Load()
+		if t&r.mask != i || r.lay.LapOf(t) != next {
+			return recoveredDeferred
+		}
+		ready := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}
+		if w.CompareAndSwap(raw, ready.Pack()) {
+			r.requeued.Add(1)
+			if r.notEmptyW.Load() != 0 {
+				r.wakeConsumers()
+			}
+			return recoveredInPlace
+		}
+		return recoveredNothing
+	case layout.SlotLeased:
+		return recoveredDeferred
+	}
+	return recoveredNothing
 }

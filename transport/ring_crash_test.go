@@ -1,0 +1,482 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/internal/proctest"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// Crash-safety tests: a real child process SIGKILLs itself at a named step
+// of push, pop, claim, ack, repair or attach (SHMKIT_CRASHPOINT); the parent
+// then scans, repairs, drains and checks that every message whose push
+// returned is delivered at least once, intact, that duplicates are only of
+// messages in flight at the kill, and that the ring works afterwards.
+
+const helperTest = "TestRingHelperProcess"
+
+// TestRingHelperProcess is the child side. Roles:
+//
+//	producer        push ids FIRST..FIRST+COUNT-1, print "ok ID" after each
+//	pop             pop until empty, print "got ID" after each
+//	claim           claim, print "got ID", ack, print "acked ID"
+//	hold            claim one message, print "got ID", die while holding it
+//	repair          run Repair
+//	attach          attach and exit
+func TestRingHelperProcess(t *testing.T) {
+	role, ok := proctest.Role()
+	if !ok || !strings.HasPrefix(role, "ring-") {
+		return
+	}
+	code := 0
+	if err := ringChild(strings.TrimPrefix(role, "ring-")); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func ringChild(role string) error {
+	r, err := OpenRing(os.Getenv("SHMKIT_TEST_PATH"))
+	if err != nil {
+		return err
+	}
+	if role == "attach" {
+		return nil // keep the entry: exit without Close
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	envInt := func(k string) uint64 { v, _ := strconv.ParseUint(os.Getenv(k), 10, 64); return v }
+	switch role {
+	case "producer":
+		first, count := envInt("FIRST"), envInt("COUNT")
+		for id := first; id < first+count; id++ {
+			if err := r.Push(ctx, encodeMsg(id)); err != nil {
+				return err
+			}
+			fmt.Printf("ok %d\n", id)
+		}
+	case "pop":
+		buf := make([]byte, r.MaxPayload())
+		for {
+			n, err := r.TryPop(buf)
+			if err == ErrEmpty {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(buf[:n])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\n", id)
+		}
+	case "claim", "hold":
+		for {
+			l, err := r.TryClaim()
+			if err == ErrEmpty {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(l.Data())
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\n", id)
+			if role == "hold" {
+				shm.CrashPoint("test.lease.processing")
+			}
+			if err := r.Ack(l); err != nil {
+				return err
+			}
+			fmt.Printf("acked %d\n", id)
+		}
+	case "repair":
+		_, err := r.Repair()
+		return err
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return r.Close()
+}
+
+// childLog parses a child's "word ID" lines.
+func childLog(out string) map[string][]uint64 {
+	m := map[string][]uint64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		id, err := strconv.ParseUint(f[1], 10, 64)
+		if err == nil {
+			m[f[0]] = append(m[f[0]], id)
+		}
+	}
+	return m
+}
+
+// runCrashChild starts a child armed to die at point (the after-th time it
+// gets there) and insists that it did die there.
+func runCrashChild(t *testing.T, path, role, point string, after int, env ...string) map[string][]uint64 {
+	t.Helper()
+	env = append(env, "SHMKIT_TEST_PATH="+path, shm.CrashPointEnv+"="+point, shm.CrashPointAfterEnv+"="+strconv.Itoa(after))
+	c := proctest.StartTimeout(t, 60*time.Second, helperTest, "ring-"+role, env...)
+	err := c.Wait()
+	out, errOut := c.Output()
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child %s did not die at %s (err %v)\nstdout:\n%s\nstderr:\n%s", role, point, err, out, errOut)
+	}
+	return childLog(out)
+}
+
+func runChild(t *testing.T, path, role string, env ...string) map[string][]uint64 {
+	t.Helper()
+	c := proctest.StartTimeout(t, 60*time.Second, helperTest, "ring-"+role, append(env, "SHMKIT_TEST_PATH="+path)...)
+	c.MustSucceed(t)
+	out, _ := c.Output()
+	return childLog(out)
+}
+
+// drain pops everything, failing on any corrupt payload.
+func drain(t *testing.T, r *Ring) []uint64 {
+	t.Helper()
+	var ids []uint64
+	buf := make([]byte, r.MaxPayload())
+	for {
+		n, err := r.TryPop(buf)
+		if err == ErrEmpty {
+			return ids
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := decodeMsg(buf[:n])
+		if err != nil {
+			t.Fatalf("corrupt payload after repair: %v", err)
+		}
+		ids = append(ids, id)
+	}
+}
+
+// checkDelivery asserts at-least-once delivery of every promised id, and
+// that any id delivered twice was in flight at the kill.
+func checkDelivery(t *testing.T, promised, delivered []uint64, inFlight map[uint64]bool) {
+	t.Helper()
+	count := map[uint64]int{}
+	for _, id := range delivered {
+		count[id]++
+	}
+	for _, id := range promised {
+		if count[id] == 0 {
+			t.Errorf("message %d was pushed successfully but never delivered", id)
+		}
+	}
+	for id, n := range count {
+		if n > 1 && !inFlight[id] {
+			t.Errorf("message %d delivered %d times but was not in flight at the kill", id, n)
+		}
+	}
+}
+
+func seq(first, n uint64) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = first + uint64(i)
+	}
+	return out
+}
+
+func crashRing(t *testing.T, cfg RingConfig) *Ring {
+	t.Helper()
+	return newRing(t, cfg)
+}
+
+func mustRepair(t *testing.T, r *Ring) RepairReport {
+	t.Helper()
+	rep, err := r.Repair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// assertHealthy: no problems left and only the parent attached.
+func assertHealthy(t *testing.T, r *Ring) {
+	t.Helper()
+	rep := r.Scan()
+	if rep.Problems != 0 {
+		t.Fatalf("problems after repair: %+v", rep.Slots)
+	}
+	for _, p := range rep.Peers {
+		if p.State != "free" && !p.Self {
+			t.Fatalf("participant %d left %s after repair (%s)", p.Index, p.State, p.Reason)
+		}
+	}
+}
+
+// drainAndCheckUsable drains the ring, then proves it still carries a
+// message end to end.
+func drainAndCheckUsable(t *testing.T, r *Ring) []uint64 {
+	t.Helper()
+	ids := drain(t, r)
+	if err := r.TryPush(encodeMsg(999999)); err != nil {
+		t.Fatalf("ring unusable after repair: %v", err)
+	}
+	if got := drain(t, r); len(got) != 1 || got[0] != 999999 {
+		t.Fatalf("ring unusable after repair: drained %v", got)
+	}
+	return ids
+}
+
+func TestCrashProducer(t *testing.T) {
+	points := []struct {
+		point   string
+		problem SlotProblem // expected before repair
+	}{
+		{"ring.push.after-claim", SlotOrphanedWrite},
+		{"ring.push.after-advance", SlotOrphanedWrite},
+		{"ring.push.after-write", SlotOrphanedWrite},
+		{"ring.push.after-publish", SlotOK},
+	}
+	for _, tc := range points {
+		t.Run(tc.point, func(t *testing.T) {
+			r := crashRing(t, RingConfig{Capacity: 16, Participants: 8})
+			log := runCrashChild(t, r.Path(), "producer", tc.point, 4, "FIRST=100", "COUNT=10")
+			if got := len(log["ok"]); got != 3 {
+				t.Fatalf("child confirmed %d pushes before dying, want 3", got)
+			}
+			before := r.Scan()
+			if tc.problem != SlotOK && countProblem(before, tc.problem) != 1 {
+				t.Fatalf("scan before repair: want one %s, got %+v", tc.problem, before.Slots)
+			}
+			rep := mustRepair(t, r)
+			if len(rep.DeadPeers) != 1 || (tc.problem == SlotOrphanedWrite) != (rep.Abandoned == 1) {
+				t.Fatalf("repair report %+v", rep)
+			}
+			again := mustRepair(t, r)
+			if again.Changed() {
+				t.Fatalf("second repair changed something: %+v", again)
+			}
+			assertHealthy(t, r)
+			got := drainAndCheckUsable(t, r)
+			checkDelivery(t, log["ok"], got, nil)
+		})
+	}
+}
+
+func countProblem(rep ScanReport, p SlotProblem) int {
+	n := 0
+	for _, s := range rep.Slots {
+		if s.Problem == p {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCrashConsumer(t *testing.T) {
+	points := []struct {
+		role, point string
+		problem     SlotProblem
+	}{
+		{"pop", "ring.pop.after-take", SlotOrphanedRead},
+		{"pop", "ring.pop.after-advance", SlotOrphanedRead},
+		{"pop", "ring.pop.after-copy", SlotOrphanedRead},
+		{"claim", "ring.claim.after-take", SlotOrphanedLease},
+		{"claim", "ring.claim.after-advance", SlotOrphanedLease},
+		{"hold", "test.lease.processing", SlotOrphanedLease},
+		{"claim", "ring.ack.before-free", SlotOrphanedLease},
+	}
+	for _, tc := range points {
+		t.Run(tc.point, func(t *testing.T) {
+			for _, full := range []bool{false, true} {
+				// A full ring makes the repair re-publish in place
+				// rather than push a copy at the tail.
+				r := crashRing(t, RingConfig{Capacity: 8, Participants: 8})
+				promised := seq(1, 8)
+				for _, id := range promised {
+					if err := r.TryPush(encodeMsg(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				after := 3
+				if tc.role == "hold" {
+					after = 1
+				}
+				log := runCrashChild(t, r.Path(), tc.role, tc.point, after)
+				if full {
+					// Fill what the child consumed: the repair must
+					// then re-publish in place.
+					for id := uint64(100); r.TryPush(encodeMsg(id)) == nil; id++ {
+						promised = append(promised, id)
+					}
+				} else {
+					// Leave room so the repair pushes a copy.
+					drained := drain(t, r)
+					log["got"] = append(log["got"], drained...)
+					log["acked"] = append(log["acked"], drained...)
+				}
+				if n := countProblem(r.Scan(), tc.problem); n != 1 {
+					t.Fatalf("want one %s before repair, got %d: %+v", tc.problem, n, r.Scan().Slots)
+				}
+				rep := mustRepair(t, r)
+				switch {
+				case !full && rep.Requeued == 1:
+				case full && tc.role == "pop" && rep.RequeuedInPlace == 1:
+					// The dead reader's slot was what stopped the
+					// producers: re-published in place, in order.
+				case full && tc.role != "pop" && rep.Deferred == 1:
+					// A lease in a full ring waits for room; the
+					// consumer that next finds the ring empty requeues it.
+				default:
+					t.Fatalf("full=%v: repair report %+v", full, rep)
+				}
+				inFlight := map[uint64]bool{}
+				acked := map[uint64]bool{}
+				for _, id := range log["acked"] {
+					acked[id] = true
+				}
+				if tc.role != "pop" {
+					for _, id := range log["got"] {
+						if !acked[id] {
+							inFlight[id] = true
+						}
+					}
+				}
+				delivered := append(log["got"], drainAndCheckUsable(t, r)...)
+				assertHealthy(t, r)
+				checkDelivery(t, promised, delivered, inFlight)
+			}
+		})
+	}
+}
+
+// TestCrashRepairer: a repairer dies after pushing a copy of a dead
+// consumer's lease but before freeing the lease. The next repair takes over
+// the repair role on proof of death and finishes; the message may be
+// delivered twice, never lost.
+func TestCrashRepairer(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 8, Participants: 8})
+	r.TryPush(encodeMsg(7))
+	hold := runCrashChild(t, r.Path(), "hold", "test.lease.processing", 1)
+	runCrashChild(t, r.Path(), "repair", "ring.repair.after-requeue", 1)
+	if r.repairLock.Load() == 0 {
+		t.Fatal("dead repairer did not hold the repair role")
+	}
+	rep := mustRepair(t, r)
+	if rep.Requeued != 1 || len(rep.DeadPeers) != 2 {
+		t.Fatalf("repair report %+v", rep)
+	}
+	assertHealthy(t, r)
+	delivered := append(hold["got"], drainAndCheckUsable(t, r)...)
+	checkDelivery(t, []uint64{7}, delivered, map[uint64]bool{7: true})
+}
+
+// TestCrashAttach: a process killed while taking a participant entry leaves
+// it "claiming"; when the table is full, the next attach reclaims it.
+func TestCrashAttach(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 8, Participants: 2})
+	runCrashChild(t, r.Path(), "attach", "ring.attach.after-claim-entry", 1)
+	o, err := OpenRing(r.Path())
+	if err != nil {
+		t.Fatalf("attach with a dead claimer in a full table: %v", err)
+	}
+	o.Close()
+	assertHealthy(t, r)
+	drainAndCheckUsable(t, r)
+}
+
+// TestDeadParticipantsNeverExhaustTable: many processes attach and die
+// without detaching; the table (of 3) never runs out.
+func TestDeadParticipantsNeverExhaustTable(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 8, Participants: 3})
+	for i := 0; i < 6; i++ {
+		runChild(t, r.Path(), "attach")
+	}
+	if _, err := r.Repair(); err != nil {
+		t.Fatal(err)
+	}
+	assertHealthy(t, r)
+	drainAndCheckUsable(t, r)
+}
+
+// TestDeadProducerDoesNotBlockConsumers: a blocked consumer stuck behind a
+// slot whose producer died mid-write heals the ring itself, on proof of
+// death, and receives the messages pushed after it.
+func TestDeadProducerDoesNotBlockConsumers(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 8, Participants: 8})
+	runCrashChild(t, r.Path(), "producer", "ring.push.after-write", 1, "FIRST=1", "COUNT=1")
+	for _, id := range []uint64{2, 3} {
+		if err := r.TryPush(encodeMsg(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	buf := make([]byte, 64)
+	for _, want := range []uint64{2, 3} {
+		n, err := r.Pop(ctx, buf)
+		if err != nil {
+			t.Fatalf("consumer stayed blocked behind a dead producer: %v", err)
+		}
+		if id, _ := decodeMsg(buf[:n]); id != want {
+			t.Fatalf("got %d want %d", id, want)
+		}
+	}
+	if r.Counters().Abandoned != 1 {
+		t.Fatalf("counters %+v", r.Counters())
+	}
+}
+
+// TestDeadConsumerDoesNotBlockProducers: a producer blocked on a full ring
+// whose blocking slot is held by a consumer that died mid-pop heals it.
+func TestDeadConsumerDoesNotBlockProducers(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 4, Participants: 8})
+	for id := uint64(1); id <= 4; id++ {
+		r.TryPush(encodeMsg(id))
+	}
+	log := runCrashChild(t, r.Path(), "pop", "ring.pop.after-take", 1)
+	if len(log["got"]) != 0 {
+		t.Fatal("child popped before dying")
+	}
+	// Positions 1-3 drain normally; the dead reader's slot 0 blocks the
+	// producer one lap later until the producer proves the reader dead.
+	buf := make([]byte, 64)
+	var delivered []uint64
+	for i := 0; i < 3; i++ {
+		n, err := r.TryPop(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := decodeMsg(buf[:n])
+		delivered = append(delivered, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for id := uint64(10); id < 14; id++ {
+		if err := r.Push(ctx, encodeMsg(id)); err != nil && !errors.Is(err, ErrFull) {
+			t.Fatalf("producer stayed blocked behind a dead consumer: %v", err)
+		}
+		if n, err := r.TryPop(buf); err == nil {
+			id, _ := decodeMsg(buf[:n])
+			delivered = append(delivered, id)
+		}
+	}
+	delivered = append(delivered, drain(t, r)...)
+	checkDelivery(t, []uint64{1, 2, 3, 4, 10, 11, 12, 13}, delivered, nil)
+	if s := r.Scan(); s.Problems != 0 || s.States[layout.SlotReading] != 0 {
+		t.Fatalf("scan after healing: %+v", s.Slots)
+	}
+}
