@@ -480,3 +480,39 @@ func TestDeadConsumerDoesNotBlockProducers(t *testing.T) {
 		t.Fatalf("scan after healing: %+v", s.Slots)
 	}
 }
+
+// TestCrashWhileBurning: a producer dies right after passing over a held
+// lease (its lap moved, the tail not yet). Nothing needs repair: the next
+// producer helps the tail on, and the lease is still the holder's.
+func TestCrashWhileBurning(t *testing.T) {
+	r := crashRing(t, RingConfig{Capacity: 4, Participants: 8})
+	r.TryPush(encodeMsg(1))
+	held, err := r.TryClaim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for id := uint64(2); id <= 4; id++ {
+		r.TryPush(encodeMsg(id))
+		r.TryPop(buf)
+	}
+	log := runCrashChild(t, r.Path(), "producer", "ring.push.after-burn", 1, "FIRST=10", "COUNT=1")
+	if len(log["ok"]) != 0 {
+		t.Fatal("child confirmed a push")
+	}
+	if rep := r.Scan(); rep.Problems != 0 {
+		t.Fatalf("scan: %+v", rep.Slots)
+	}
+	for id := uint64(20); id < 23; id++ {
+		if err := r.TryPush(encodeMsg(id)); err != nil {
+			t.Fatalf("push after a producer died burning: %v", err)
+		}
+	}
+	checkDelivery(t, []uint64{20, 21, 22}, drain(t, r), nil)
+	if err := r.Ack(held); err != nil {
+		t.Fatalf("lease lost: %v", err)
+	}
+	mustRepair(t, r)
+	assertHealthy(t, r)
+	drainAndCheckUsable(t, r)
+}
