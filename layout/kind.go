@@ -15,6 +15,7 @@ const (
 	KindDeque     Kind = 3 // work-stealing deque (transport)
 	KindHashMap   Kind = 4 // fixed-size key/value map (transport)
 	KindHeartbeat Kind = 5 // heartbeat table of participants (sched)
+	KindAllGather Kind = 6 // all-gather consensus rounds among N processes (sched)
 )
 
 var kindNames = map[Kind]string{
@@ -23,6 +24,7 @@ var kindNames = map[Kind]string{
 	KindDeque:     "deque",
 	KindHashMap:   "hashmap",
 	KindHeartbeat: "heartbeat",
+	KindAllGather: "allgather",
 }
 
 func (k Kind) String() string {
