@@ -62,6 +62,7 @@ type Ring struct {
 	notEmptySeq, notEmptyW   *atomic.Uint32
 	notFullSeq, notFullW     *atomic.Uint32
 
+	id      uint64 // layout.FileID of the ring file
 	self    uint16 // participant index + 1; 0 when not attached
 	selfCtl uint64 // our participant control word, to detach exactly
 	boot    uint64 // our boot tag
@@ -145,7 +146,8 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	r.claimed, r.acked, r.requeued = u64(layout.RingOffClaimed), u64(layout.RingOffAcked), u64(layout.RingOffRequeued)
 	r.poisoned, r.abandoned, r.repairs = u64(layout.RingOffPoisoned), u64(layout.RingOffAbandoned), u64(layout.RingOffRepairs)
 	r.repairLock = u64(layout.RingOffRepairLock)
-	r.boot = bootTag()
+	r.boot = shm.BootTag()
+	r.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return r, nil
 }
 
@@ -160,6 +162,10 @@ func attachRegion(reg *shm.Region) (*Ring, error) {
 	}
 	return r, nil
 }
+
+// ID identifies the ring file (layout.FileID): heartbeat tables record
+// leases by it.
+func (r *Ring) ID() uint64 { return r.id }
 
 // Path returns the ring file's path.
 func (r *Ring) Path() string { return r.reg.Path() }

@@ -1,10 +1,7 @@
 package transport
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -16,18 +13,6 @@ import (
 // The participant table records every process attached to a ring (pid,
 // start time, boot), so that owner stamps in slot words can be proven dead
 // from the ring file alone, after every process is gone.
-
-func bootTag() uint64 {
-	id, err := shm.BootID()
-	if err != nil {
-		return 0
-	}
-	b, err := hex.DecodeString(strings.ReplaceAll(id, "-", ""))
-	if err != nil || len(b) < 8 {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(b)
-}
 
 type peerEntry struct {
 	ctl, start, boot, attached *atomic.Uint64

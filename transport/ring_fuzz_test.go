@@ -1,0 +1,422 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// FuzzRingMemory treats the ring file as hostile input, as the package
+// promises to: a real ring with messages in mixed states has the fuzz input
+// written over its bytes, and then every operation must return (within a
+// deadline, so livelocks are found rather than hung on), must not panic,
+// and may fail only with one of the documented errors.
+//
+// Input format:
+//
+//	[0:2]  little-endian offset of the patch, modulo the target's size
+//	[2]    mode bits (fuzzHeader, fuzzRelease, fuzzShortBuf, fuzzBlocking)
+//	[3:]   bytes written at that offset (cut at the target's end)
+//
+// The target is the ring's area (control words, participant table, slots),
+// or with fuzzHeader the 256-byte common header, in which case OpenRing must
+// fail whenever the header no longer decodes.
+func FuzzRingMemory(f *testing.F) {
+	for _, s := range fuzzRingSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 3 {
+			return
+		}
+		fuzzRingOnce(t, data)
+	})
+}
+
+const (
+	fuzzHeader   = 0x80 // patch the common header instead of the ring's area
+	fuzzRelease  = 0x01 // return leases with Release rather than Ack
+	fuzzShortBuf = 0x02 // pop into a short buffer first
+	fuzzBlocking = 0x04 // also call the blocking Push, Pop and Claim with a short deadline
+
+	fuzzDeadline = 2 * time.Second // longest any single call may take
+)
+
+var fuzzRingConfig = RingConfig{Capacity: 8, SlotSize: 64, Participants: 4, DeliveryLimit: 3}
+
+// fuzzRingLayout is the layout of fuzzRingConfig, for building seeds.
+func fuzzRingLayout() layout.RingLayout {
+	l, err := layout.NewRingLayout(fuzzRingConfig.geometry())
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func fuzzSeed(off int, mode byte, patch ...[]byte) []byte {
+	b := []byte{byte(off), byte(off >> 8), mode}
+	for _, p := range patch {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func fuzzLE64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+
+func fuzzRepeat(c byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = c
+	}
+	return b
+}
+
+func fuzzRingSeeds() [][]byte {
+	l := fuzzRingLayout()
+	slot := func(i uint64) int { return int(l.SlotOff(i)) }
+	entry := func(i uint64) int { return int(l.ParticipantOff(i)) }
+	// A participant entry of an active process that cannot exist (pid
+	// beyond any pid_max): Repair proves it dead.
+	var deadPeer []byte
+	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 3, PID: 0x7ffffff0}.Pack(), 1, 0, 1} {
+		deadPeer = append(deadPeer, fuzzLE64(v)...) // ctl, start, boot, attached
+	}
+	word := func(w layout.SlotWord) []byte { return fuzzLE64(w.Pack()) }
+	return [][]byte{
+		fuzzSeed(0, 0, make([]byte, 64)),                                                   // zero the producers' line
+		fuzzRepeat(0xff, 64),                                                               // header mode, all ones
+		fuzzSeed(0, 0, fuzzRepeat(0xff, 64)),                                               // tail, pushed... all ones
+		fuzzSeed(0, 0, make([]byte, int(l.BodySize))),                                      // the whole area zeroed
+		fuzzSeed(0, fuzzRelease, fuzzRepeat(0xff, 1100)),                                   // the whole area all ones
+		fuzzSeed(slot(2), 0, fuzzLE64(0x7)),                                                // slot word with invalid state 7
+		fuzzSeed(slot(2), 0, word(layout.SlotWord{State: layout.SlotReady, Length: 1000})), // length past the payload
+		fuzzSeed(slot(2), 0, word(layout.SlotWord{State: layout.SlotPoisoned, Deliveries: 3, Length: 2})),
+		fuzzSeed(slot(3), fuzzShortBuf, word(layout.SlotWord{State: layout.SlotReady, Deliveries: 15, Length: 56})),
+		// A dead participant owning the lease in slot 0, and a write in slot 4.
+		fuzzSeed(entry(1), 0, deadPeer, make([]byte, slot(0)-entry(2)),
+			word(layout.SlotWord{State: layout.SlotLeased, Owner: 2, Deliveries: 1, Length: 2})),
+		fuzzSeed(entry(1), fuzzRelease, deadPeer),
+		fuzzSeed(slot(4), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 4, Length: 0})),
+		fuzzSeed(layout.RingOffHead, 0, fuzzLE64(100)),         // head far past the tail
+		fuzzSeed(layout.RingOffTail, 0, fuzzLE64(1<<62)),       // tail far past the head
+		fuzzSeed(layout.RingOffRepairLock, 0, fuzzLE64(0x3ff)), // repair lock held by nobody
+		fuzzSeed(layout.RingOffRepairLock, 0, fuzzLE64(2)),
+		fuzzSeed(layout.RingOffNotEmptyWait, fuzzBlocking, fuzzLE64(1)), // a sleeper announced      // repair lock held by the next attacher
+		fuzzSeed(layout.OffCreated, fuzzHeader, []byte{0x55}),           // checksummed byte changed
+		fuzzSeed(layout.OffReady, fuzzHeader, make([]byte, 4)),          // not ready
+		fuzzSeed(layout.OffGeneration, fuzzHeader, fuzzLE64(7)),         // mutable word: still opens
+	}
+}
+
+// fuzzErrs are the errors ring operations may return on corrupt memory.
+var fuzzErrs = []error{
+	ErrCorrupt, ErrEmpty, ErrFull, ErrShortBuffer, ErrLeaseLost, ErrRepairBusy, ErrTooManyPeers,
+	layout.ErrInvalid, layout.ErrTooShort, layout.ErrBadMagic, layout.ErrVersionMismatch,
+	layout.ErrChecksum, layout.ErrUnknownKind, layout.ErrWrongKind, layout.ErrGeometry, layout.ErrSlotCorrupt,
+	shm.ErrNotRegular, shm.ErrTruncated, shm.ErrSizeMismatch, shm.ErrNotReady, shm.ErrBadOffset,
+}
+
+func fuzzErrOK(err error, also ...error) bool {
+	if err == nil {
+		return true
+	}
+	for _, s := range append(also, fuzzErrs...) {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// fuzzRun runs ops on its own goroutine and fails the test if it panics or
+// if any step (ops calls step before each call) takes longer than
+// fuzzDeadline. ops returns the violations it found.
+func fuzzRun(t *testing.T, ops func(step func(string)) []string) {
+	t.Helper()
+	type result struct {
+		problems []string
+		panicked any
+		stack    []byte
+	}
+	var current atomic.Pointer[string]
+	beat := make(chan struct{}, 1)
+	step := func(name string) {
+		current.Store(&name)
+		select {
+		case beat <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		defer func() {
+			if p := recover(); p != nil {
+				res.panicked, res.stack = p, fuzzStack(false)
+			}
+			done <- res
+		}()
+		res.problems = ops(step)
+	}()
+	timer := time.NewTimer(fuzzDeadline)
+	defer timer.Stop()
+	for {
+		select {
+		case res := <-done:
+			if res.panicked != nil {
+				t.Fatalf("panic in %s: %v\n%s", *current.Load(), res.panicked, res.stack)
+			}
+			for _, p := range res.problems {
+				t.Error(p)
+			}
+			return
+		case <-beat:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			timer.Reset(fuzzDeadline)
+		case <-timer.C:
+			name := "start"
+			if p := current.Load(); p != nil {
+				name = *p
+			}
+			t.Fatalf("%s did not return within %v (livelock?)\n%s", name, fuzzDeadline, fuzzStack(true))
+		}
+	}
+}
+
+func fuzzStack(all bool) []byte {
+	buf := make([]byte, 1<<16)
+	return buf[:runtime.Stack(buf, all)]
+}
+
+func fuzzRingOnce(t *testing.T, data []byte) {
+	path := ringPath(t)
+	r, err := CreateRing(path, fuzzRingConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			r.Close()
+		}
+	}()
+	// Mixed states: slot 0 leased by r, slot 1 free one lap on, slots 2
+	// and 3 ready, the rest free; head 2, tail 4.
+	for _, m := range []string{"m0", "m1", "m2"} {
+		if err := r.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := r.TryClaim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.TryPop(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.TryPush([]byte("m3")); err != nil {
+		t.Fatal(err)
+	}
+	r.NextID()
+
+	// Overlay the input through the file (tmpfs page cache: the mappings
+	// see it at once).
+	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
+	hdr := r.Header()
+	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
+	if mode&fuzzHeader != 0 {
+		base, span = 0, int(hdr.HeaderSize)
+	}
+	off %= span
+	patch = patch[:min(len(patch), span-off)]
+	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
+		t.Fatal(err)
+	}
+	// With a patched header, Open must refuse exactly what does not
+	// decode as a ready ring of this size.
+	mustFail := false
+	if mode&fuzzHeader != 0 {
+		img, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, derr := layout.DecodeFile(img)
+		mustFail = derr != nil || h.Kind != layout.KindRing || !h.IsReady()
+	}
+	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
+
+	fuzzRun(t, func(step func(string)) (problems []string) {
+		bad := func(what string, err error, also ...error) {
+			if !fuzzErrOK(err, also...) {
+				problems = append(problems, fmt.Sprintf("%s: unexpected error %v", what, err))
+			}
+		}
+		check := func(ok bool, format string, args ...any) {
+			if !ok {
+				problems = append(problems, fmt.Sprintf(format, args...))
+			}
+		}
+		buf := make([]byte, 4096)
+
+		step("OpenRingReadOnly")
+		ro, err := OpenRingReadOnly(path, openOpts...)
+		// Read-only open looks at the header only.
+		check(mustFail == (err != nil), "OpenRingReadOnly: %v, header should fail: %v", err, mustFail)
+		bad("OpenRingReadOnly", err)
+		if err == nil {
+			step("read-only Scan")
+			fuzzCheckScan(ro.Scan(), ro, check)
+			step("read-only TryPush")
+			check(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
+			step("read-only Repair")
+			_, rerr := ro.Repair()
+			check(rerr == ErrNotAttached, "read-only Repair: %v", rerr)
+			step("read-only Close")
+			bad("read-only Close", ro.Close())
+		}
+
+		step("OpenRing")
+		o, err := OpenRing(path, openOpts...)
+		check(!mustFail || err != nil, "OpenRing accepted a header that does not decode")
+		bad("OpenRing", err)
+		if err == nil {
+			maxN := o.MaxPayload()
+			for k := 0; k < 6; k++ {
+				step("Scan")
+				fuzzCheckScan(o.Scan(), o, check)
+
+				step("TryPush")
+				bad("TryPush", o.TryPush([]byte{byte(k), 'x'}))
+
+				step("TryPop")
+				pb := buf
+				if mode&fuzzShortBuf != 0 && k == 0 {
+					pb = buf[:1]
+				}
+				n, err := o.TryPop(pb)
+				bad("TryPop", err)
+				check(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes (max payload %d)", n, maxN)
+
+				step("TryClaim")
+				l, err := o.TryClaim()
+				bad("TryClaim", err)
+				if err == nil {
+					check(len(l.Data()) <= maxN, "lease of %d bytes (max payload %d)", len(l.Data()), maxN)
+					check(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "lease delivered %d times", l.Deliveries)
+					check(l.Slot() < o.Capacity(), "lease slot %d", l.Slot())
+					if (k+int(mode))%2 == 0 {
+						step("Ack")
+						bad("Ack", o.Ack(l))
+					} else {
+						step("Release")
+						if layout.UnpackSlot(o.slotWord(l.slot).Load()).Validate(&o.lay) == nil { // TEMP
+							bad("Release", o.Release(l))
+						}
+					}
+				}
+
+				step("TakePoisoned")
+				n, d, err := o.TakePoisoned(buf)
+				bad("TakePoisoned", err)
+				check(n <= maxN && d <= layout.RingMaxDeliveryLimit, "TakePoisoned: %d bytes, %d deliveries", n, d)
+
+				step("Repair")
+				rep, err := o.Repair()
+				bad("Repair", err)
+				check(rep.Abandoned+rep.Requeued+rep.RequeuedInPlace <= int(o.Capacity()) && len(rep.DeadPeers) <= 4,
+					"Repair report %+v", rep)
+
+				step("NextID")
+				o.NextID()
+			}
+			if mode&fuzzBlocking != 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				step("Push")
+				bad("Push", o.Push(ctx, []byte("blocking")), context.DeadlineExceeded)
+				step("Pop")
+				n, err := o.Pop(ctx, buf)
+				bad("Pop", err, context.DeadlineExceeded)
+				check(n <= maxN, "Pop returned %d bytes (max payload %d)", n, maxN)
+				step("Claim")
+				l, err := o.Claim(ctx)
+				bad("Claim", err, context.DeadlineExceeded)
+				if err == nil {
+					check(len(l.Data()) <= maxN, "Claim: lease of %d bytes", len(l.Data()))
+					step("Ack")
+					bad("Ack", o.Ack(l))
+				}
+				cancel()
+			}
+		}
+
+		// The creator's handle gives its lease back on the patched ring.
+		if mode&fuzzRelease != 0 {
+			step("creator Release")
+			if layout.UnpackSlot(r.slotWord(lease.slot).Load()).Validate(&r.lay) == nil { // TEMP
+				bad("creator Release", r.Release(lease))
+			}
+		} else {
+			step("creator Ack")
+			bad("creator Ack", r.Ack(lease))
+		}
+		step("creator Repair")
+		_, err = r.Repair()
+		bad("creator Repair", err)
+		step("creator TryPop")
+		n, err := r.TryPop(buf)
+		bad("creator TryPop", err)
+		check(n <= r.MaxPayload(), "creator TryPop returned %d bytes", n)
+
+		if o != nil {
+			step("Close")
+			bad("Close", o.Close())
+		}
+		step("creator Close")
+		closed = true
+		bad("creator Close", r.Close())
+		return problems
+	})
+}
+
+// fuzzCheckScan checks that a scan accounts for every slot exactly once.
+func fuzzCheckScan(rep ScanReport, r *Ring, check func(bool, string, ...any)) {
+	total := rep.Corrupt
+	for s, n := range rep.States {
+		check(s.Valid(), "Scan counted invalid state %d", s)
+		total += n
+	}
+	check(uint64(total) == r.Capacity(), "Scan accounted for %d of %d slots", total, r.Capacity())
+	check(uint64(len(rep.Slots)) <= r.Capacity() && rep.Problems <= len(rep.Slots), "Scan: %d slots, %d problems", len(rep.Slots), rep.Problems)
+	for _, s := range rep.Slots {
+		check(s.Index < r.Capacity(), "Scan reported slot %d", s.Index)
+		if s.Problem != SlotCorrupt {
+			check(uint64(s.Word.Length) <= uint64(r.MaxPayload()), "Scan passed slot %d with length %d", s.Index, s.Word.Length)
+		}
+	}
+}
+
+func fuzzWriteAt(path string, b []byte, off int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
