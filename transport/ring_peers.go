@@ -166,33 +166,13 @@ func (r *Ring) peerStatus(i uint64) (PeerStatus, uint64) {
 	switch c.State {
 	case layout.PeerFree:
 		return ps, v
-	case layout.PeerClaiming:
-		// Start time may not be written yet: only a pid that no longer
-		// exists proves the claimer dead.
-		_, st, err := shm.LookupProcess(int32(c.PID))
-		ps.Proc = st
-		ps.Dead = err == nil && (st == shm.ProcGone || st == shm.ProcZombie)
-		ps.Reason = "claiming: pid " + st.String()
-		return ps, v
-	case layout.PeerActive, layout.PeerDead:
+	case layout.PeerClaiming, layout.PeerActive, layout.PeerDead:
 	default:
 		ps.Reason = "corrupt state"
 		return ps, v
 	}
-	if b := e.boot.Load(); b != 0 && r.boot != 0 && b != r.boot {
-		ps.Dead, ps.Proc, ps.Reason = true, shm.ProcGone, "attached in an earlier boot"
-		return ps, v
-	}
-	st, err := ps.ID.Status()
-	ps.Proc = st
-	switch {
-	case err != nil:
-		ps.Reason = "liveness unknown, treated as alive: " + err.Error()
-	case st.Dead():
-		ps.Dead, ps.Reason = true, st.String()
-	default:
-		ps.Reason = st.String()
-	}
+	verdict := shm.Judge(int32(c.PID), ps.ID.Start, e.boot.Load(), c.State != layout.PeerClaiming)
+	ps.Proc, ps.Dead, ps.Reason = verdict.State, verdict.Dead, verdict.Reason
 	if c.State == layout.PeerDead {
 		ps.Dead = true // a repair already proved it; finishing is idempotent
 	}

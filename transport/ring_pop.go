@@ -58,6 +58,9 @@ func (l *Lease) Data() []byte { return l.data }
 // Slot returns the index of the slot holding the message.
 func (l *Lease) Slot() uint64 { return l.slot }
 
+// Lap returns the lap at which the message was claimed.
+func (l *Lease) Lap() uint32 { return l.lap }
+
 // TryClaim leases the next message, or returns ErrEmpty. A message already
 // delivered DeliveryLimit times is set aside as poison instead and the next
 // one is tried.

@@ -1,0 +1,271 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// Errors of the heartbeat table.
+var (
+	ErrTableFull      = errors.New("sched: heartbeat table full")
+	ErrLeaseTableFull = errors.New("sched: no free lease record in this participant's slot")
+	ErrNotRegistered  = errors.New("sched: participant no longer registered")
+	ErrCorruptTable   = errors.New("sched: heartbeat table corrupt")
+	ErrInvalidConfig  = errors.New("sched: invalid configuration")
+)
+
+// HeartbeatConfig sizes a new heartbeat table.
+type HeartbeatConfig struct {
+	Capacity int // participant slots
+	Leases   int // lease records per slot (default 16)
+}
+
+// Heartbeat is a heartbeat table mapped from its file: who is attached to a
+// group of rings, whether they beat, and which leases each holds.
+type Heartbeat struct {
+	reg  *shm.Region
+	lay  layout.HeartbeatLayout
+	area []byte
+	boot uint64
+}
+
+// CreateHeartbeat creates a heartbeat table file.
+func CreateHeartbeat(path string, cfg HeartbeatConfig, opts ...shm.Option) (*Heartbeat, error) {
+	g, err := cfg.geometry(path)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := shm.Create(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return newHeartbeat(reg)
+}
+
+// OpenHeartbeat opens an existing table; shm.ReadOnly() maps it read-only
+// (for inspectors: snapshots work, registration does not).
+func OpenHeartbeat(path string, opts ...shm.Option) (*Heartbeat, error) {
+	reg, err := shm.Open(path, layout.KindHeartbeat, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return newHeartbeat(reg)
+}
+
+// OpenOrCreateHeartbeat opens the table at path or creates it with cfg.
+func OpenOrCreateHeartbeat(path string, cfg HeartbeatConfig, opts ...shm.Option) (*Heartbeat, bool, error) {
+	g, err := cfg.geometry(path)
+	if err != nil {
+		return nil, false, err
+	}
+	reg, created, err := shm.OpenOrCreate(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, opts...)
+	if err != nil {
+		return nil, false, err
+	}
+	h, err := newHeartbeat(reg)
+	return h, created, err
+}
+
+func (c HeartbeatConfig) geometry(path string) (layout.Geometry, error) {
+	if c.Leases == 0 {
+		c.Leases = 16
+	}
+	if c.Capacity <= 0 || c.Capacity > layout.HBMaxCapacity || c.Leases < 0 || c.Leases > layout.HBMaxLeases {
+		return layout.Geometry{}, fmt.Errorf("%w: %s: heartbeat capacity %d, leases %d", ErrInvalidConfig, path, c.Capacity, c.Leases)
+	}
+	return layout.HeartbeatGeometry(uint32(c.Capacity), uint32(c.Leases)), nil
+}
+
+func newHeartbeat(reg *shm.Region) (*Heartbeat, error) {
+	hdr := reg.Header()
+	lay, err := layout.NewHeartbeatLayout(hdr.Geometry)
+	if err != nil {
+		reg.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptTable, reg.Path(), err)
+	}
+	h := &Heartbeat{reg: reg, lay: lay, area: reg.Bytes()[hdr.HeaderSize:], boot: shm.BootTag()}
+	if uint64(len(h.area)) != lay.BodySize {
+		reg.Close()
+		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorruptTable, reg.Path(), len(h.area), lay.BodySize)
+	}
+	return h, nil
+}
+
+// Path returns the table's file path.
+func (h *Heartbeat) Path() string { return h.reg.Path() }
+
+// Capacity returns the number of participant slots.
+func (h *Heartbeat) Capacity() int { return int(h.lay.Capacity) }
+
+// LeasesPerSlot returns how many leases each participant can record.
+func (h *Heartbeat) LeasesPerSlot() int { return int(h.lay.Leases) }
+
+// Header returns the file's common header.
+func (h *Heartbeat) Header() layout.Header { return h.reg.Header() }
+
+// Close unmaps the table. Registered members must be unregistered first,
+// or they stay registered until a watchdog finds their process dead.
+func (h *Heartbeat) Close() error { return h.reg.Close() }
+
+func (h *Heartbeat) u64(off uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&h.area[off]))
+}
+
+func (h *Heartbeat) u32(off uint64) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&h.area[off]))
+}
+
+func (h *Heartbeat) ctl(i uint64) *atomic.Uint64 { return h.u64(h.lay.SlotOff(i) + layout.HBSlotCtl) }
+
+// Totals are the table's lifetime counters.
+type Totals struct{ Registered, Unregistered, Reclaimed uint64 }
+
+// Totals reads the table's counters.
+func (h *Heartbeat) Totals() Totals {
+	return Totals{
+		Registered:   h.u64(layout.HBOffRegistered).Load(),
+		Unregistered: h.u64(layout.HBOffUnregistered).Load(),
+		Reclaimed:    h.u64(layout.HBOffReclaimed).Load(),
+	}
+}
+
+// Member is this process's registration in a heartbeat table.
+type Member struct {
+	h    *Heartbeat
+	slot uint64
+	ctl  uint64 // our exact ctl word, so unregistering can never free another's slot
+
+	mu   sync.Mutex
+	free []uint64 // unused lease record indexes
+}
+
+// Register takes a free slot for this process (pid + start time + boot) and
+// beats once. label (at most 16 bytes kept) is shown by inspectors. A full
+// table gives ErrTableFull; slots of dead processes are freed by a watchdog.
+func (h *Heartbeat) Register(label string) (*Member, error) {
+	if h.reg.ReadOnly() {
+		return nil, fmt.Errorf("%w: %s: table opened read-only", ErrNotRegistered, h.Path())
+	}
+	self := shm.Self()
+	for i := uint64(0); i < h.lay.Capacity; i++ {
+		ctl := h.ctl(i)
+		v := ctl.Load()
+		c := layout.UnpackPeer(v)
+		if c.State != layout.HBFree {
+			continue
+		}
+		claiming := layout.PeerCtl{State: layout.HBClaiming, Gen: c.Gen, PID: uint32(self.PID)}.Pack()
+		if !ctl.CompareAndSwap(v, claiming) {
+			continue
+		}
+		base := h.lay.SlotOff(i)
+		h.u64(base + layout.HBSlotStart).Store(self.Start)
+		h.u64(base + layout.HBSlotBoot).Store(h.boot)
+		h.u64(base + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
+		h.u64(base + layout.HBSlotRegistered).Store(uint64(time.Now().UnixNano()))
+		writeLabel(h.area[base+layout.HBSlotLabel:base+layout.HBSlotLabel+layout.HBLabelSize], label)
+		m := &Member{h: h, slot: i}
+		for j := uint64(0); j < h.lay.Leases; j++ {
+			h.clearLease(i, j)
+			m.free = append(m.free, h.lay.Leases-1-j)
+		}
+		shm.CrashPoint("hb.register.after-claim")
+		active := layout.PeerCtl{State: layout.HBActive, Gen: c.Gen, PID: uint32(self.PID)}.Pack()
+		if !ctl.CompareAndSwap(claiming, active) {
+			continue // only a watchdog that proved our pid gone changes it
+		}
+		m.ctl = active
+		h.u64(layout.HBOffRegistered).Add(1)
+		return m, nil
+	}
+	return nil, fmt.Errorf("%w: %s: all %d slots taken", ErrTableFull, h.Path(), h.lay.Capacity)
+}
+
+func writeLabel(dst []byte, label string) {
+	n := copy(dst, label)
+	clear(dst[n:])
+}
+
+// Slot returns the member's slot index.
+func (m *Member) Slot() int { return int(m.slot) }
+
+// Beat records that the member is alive now (CLOCK_MONOTONIC, comparable
+// across processes). It costs one clock read and one store.
+func (m *Member) Beat() {
+	m.h.u64(m.h.lay.SlotOff(m.slot) + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
+}
+
+// Registered reports whether the slot is still this member's (a watchdog
+// frees it only on proof of death, so false means someone else's bug).
+func (m *Member) Registered() bool { return m.h.ctl(m.slot).Load() == m.ctl }
+
+// LeaseRef names a lease record in the member's slot.
+type LeaseRef struct{ index uint64 }
+
+// RecordLease shows in the member's slot that it holds a lease on ring
+// ringID at slot/lap, so inspectors and watchdogs can see what its work is.
+// The ring's own slot word stays the truth; this is the readable view.
+func (m *Member) RecordLease(ringID, slot uint64, lap uint32, deliveries int) (LeaseRef, error) {
+	m.mu.Lock()
+	if len(m.free) == 0 {
+		m.mu.Unlock()
+		return LeaseRef{}, fmt.Errorf("%w: %s: slot %d records %d leases", ErrLeaseTableFull, m.h.Path(), m.slot, m.h.lay.Leases)
+	}
+	j := m.free[len(m.free)-1]
+	m.free = m.free[:len(m.free)-1]
+	m.mu.Unlock()
+	off := m.h.lay.LeaseOff(m.slot, j)
+	ver := m.h.u32(off + layout.HBLeaseVersion)
+	v := ver.Load()
+	ver.Store(v | 1) // odd: being written
+	m.h.u32(off + layout.HBLeaseDeliveries).Store(uint32(deliveries))
+	m.h.u64(off + layout.HBLeaseRing).Store(ringID)
+	m.h.u64(off + layout.HBLeasePos).Store(slot&0xffffffff | uint64(lap)<<32)
+	m.h.u64(off + layout.HBLeaseClaimed).Store(uint64(shm.MonoNow()))
+	ver.Store((v | 1) + 1)
+	return LeaseRef{index: j}, nil
+}
+
+// ClearLease removes a lease record once the lease is acked or released.
+func (m *Member) ClearLease(ref LeaseRef) {
+	m.h.clearLease(m.slot, ref.index)
+	m.mu.Lock()
+	m.free = append(m.free, ref.index)
+	m.mu.Unlock()
+}
+
+func (h *Heartbeat) clearLease(i, j uint64) {
+	off := h.lay.LeaseOff(i, j)
+	ver := h.u32(off + layout.HBLeaseVersion)
+	v := ver.Load()
+	ver.Store(v | 1)
+	h.u64(off + layout.HBLeaseRing).Store(0)
+	h.u64(off + layout.HBLeasePos).Store(0)
+	h.u32(off + layout.HBLeaseDeliveries).Store(0)
+	h.u64(off + layout.HBLeaseClaimed).Store(0)
+	ver.Store((v | 1) + 1)
+}
+
+// Unregister frees the member's slot, recording a normal exit. Leases
+// still recorded are cleared: the caller releases them in their rings.
+func (m *Member) Unregister() error {
+	h := m.h
+	for j := uint64(0); j < h.lay.Leases; j++ {
+		h.clearLease(m.slot, j)
+	}
+	c := layout.UnpackPeer(m.ctl)
+	exit := layout.LastExit{PID: c.PID, Reason: layout.ExitUnregistered, Gen: c.Gen}.Pack()
+	h.u64(h.lay.SlotOff(m.slot) + layout.HBSlotLastExit).Store(exit)
+	if !h.ctl(m.slot).CompareAndSwap(m.ctl, layout.PeerCtl{State: layout.HBFree, Gen: c.Gen + 1}.Pack()) {
+		return fmt.Errorf("%w: %s: slot %d", ErrNotRegistered, h.Path(), m.slot)
+	}
+	h.u64(layout.HBOffUnregistered).Add(1)
+	return nil
+}
