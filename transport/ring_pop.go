@@ -89,6 +89,9 @@ func (r *Ring) Ack(l Lease) error {
 	if r.self == 0 {
 		return ErrNotAttached
 	}
+	if l.data == nil {
+		return fmt.Errorf("%w: %s: not a lease from Claim", ErrLeaseLost, r.Path())
+	}
 	w := r.slotWord(l.slot)
 	for {
 		raw := w.Load()
@@ -116,11 +119,17 @@ func (r *Ring) Release(l Lease) error {
 	if r.self == 0 {
 		return ErrNotAttached
 	}
+	if l.data == nil {
+		return fmt.Errorf("%w: %s: not a lease from Claim", ErrLeaseLost, r.Path())
+	}
 	w := r.slotWord(l.slot)
 	raw := w.Load()
 	sw := layout.UnpackSlot(raw)
 	if sw.State != layout.SlotLeased || sw.Owner != r.self {
 		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
+	}
+	if err := sw.Validate(&r.lay); err != nil {
+		return r.corrupt(l.slot, raw, err)
 	}
 	what, err := r.recoverSlot(l.slot, raw, sw)
 	if err == nil && what == recoveredDeferred {

@@ -126,11 +126,21 @@ func TestClaimAckAndZeroCopy(t *testing.T) {
 	if err := r.Ack(l); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("double ack: %v", err)
 	}
+	// The zero Lease that comes with a TryClaim error acks nothing.
+	r.TryPush([]byte("job-2"))
+	held, _ := r.TryClaim()
+	if err := r.Ack(Lease{}); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("ack of a zero lease: %v", err)
+	}
+	if err := r.Release(Lease{}); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("release of a zero lease: %v", err)
+	}
+	r.Ack(held)
 	if _, err := r.TryClaim(); err != ErrEmpty {
 		t.Fatalf("after ack: %v", err)
 	}
 	c := r.Counters()
-	if c.Claimed != 1 || c.Acked != 1 {
+	if c.Claimed != 2 || c.Acked != 2 {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -171,7 +171,10 @@ func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func()
 	}
 	timeout := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(dl), 0)
+		if timeout = time.Until(dl); timeout <= 0 {
+			// Past the deadline: the context may not say so yet.
+			return context.DeadlineExceeded
+		}
 	}
 	// A slot owned by a writer or reader in the way may belong to a dead
 	// process: look again after an interval, and repair on proof of death.

@@ -1,0 +1,72 @@
+package transport_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+func ExampleRing() {
+	// A bare name lives in /dev/shm. Other processes open it with OpenRing.
+	name := fmt.Sprintf("shmkit-example-%d", os.Getpid())
+	r, err := transport.CreateRing(name, transport.RingConfig{Capacity: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer shm.Remove(name)
+	defer r.Close()
+
+	for _, msg := range []string{"one", "two", "three"} {
+		if err := r.TryPush([]byte(msg)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	buf := make([]byte, r.MaxPayload())
+	for {
+		n, err := r.TryPop(buf)
+		if errors.Is(err, transport.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(buf[:n]))
+	}
+	// Output:
+	// one
+	// two
+	// three
+}
+
+func ExampleRing_Claim() {
+	name := fmt.Sprintf("shmkit-example-jobs-%d", os.Getpid())
+	r, err := transport.CreateRing(name, transport.RingConfig{Capacity: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer shm.Remove(name)
+	defer r.Close()
+
+	if err := r.TryPush([]byte("resize image 42")); err != nil {
+		log.Fatal(err)
+	}
+	// A lease leaves the message in the ring until Ack: if this process
+	// dies first, a Repair delivers it to another consumer.
+	lease, err := r.TryClaim()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s (delivery %d)\n", lease.Data(), lease.Deliveries)
+	if err := r.Ack(lease); err != nil {
+		log.Fatal(err)
+	}
+	c := r.Counters()
+	fmt.Println("claimed:", c.Claimed, "acked:", c.Acked)
+	// Output:
+	// resize image 42 (delivery 1)
+	// claimed: 1 acked: 1
+}
