@@ -79,9 +79,9 @@ type PassScheduler struct {
 	stopClaim    context.CancelFunc
 	finishCtx    context.Context // ends when Stop's own context ends: in-flight work gives up
 	finishCancel context.CancelFunc
-	wg        sync.WaitGroup
-	stopOnce  sync.Once
-	stopErr   error
+	wg           sync.WaitGroup
+	stopOnce     sync.Once
+	stopErr      error
 
 	executed, failed, backpressure, released atomic.Uint64
 	scans, reclaimed, leaseRecordErr         atomic.Uint64

@@ -2,57 +2,57 @@ package sched
 
 import (
 	"context"
+	"sync"
 
 	"github.com/shmkit/shmkit/transport"
 )
 
-// Submitter puts passes on the submit ring.
-type Submitter struct{ q transport.Queue }
+// Submitter puts passes on the submit ring. It is safe for concurrent use.
+type Submitter struct {
+	q    transport.Queue
+	bufs sync.Pool // *[]byte of the ring's payload size: no allocation per pass
+}
 
 // Submitter returns a handle that submits passes.
-func (s *PassScheduler) Submitter() *Submitter { return &Submitter{q: s.submit} }
+func (s *PassScheduler) Submitter() *Submitter { return NewSubmitter(s.submit) }
 
 // NewSubmitter submits to any queue (for processes without a scheduler).
-func NewSubmitter(q transport.Queue) *Submitter { return &Submitter{q: q} }
+func NewSubmitter(q transport.Queue) *Submitter {
+	sub := &Submitter{q: q}
+	sub.bufs.New = func() any { b := make([]byte, q.MaxPayload()); return &b }
+	return sub
+}
 
 // TrySubmit submits a pass without waiting and returns its token, which
 // the result will carry. Tokens come from the submit ring's shared counter:
 // unique across every submitting process. Arguments that do not fit give
-// ErrArgsTooLarge; a full ring gives transport.ErrFull.
+// ErrArgsTooLarge (and use no token); a full ring gives transport.ErrFull.
 func (s *Submitter) TrySubmit(closure uint32, args []byte) (uint64, error) {
-	var buf [256]byte
-	msg, token, err := s.encode(buf[:], closure, args)
-	if err != nil {
-		return 0, err
-	}
-	return token, s.q.TryPush(msg)
+	return s.submit(nil, closure, args)
 }
 
 // Submit is TrySubmit that waits for room.
 func (s *Submitter) Submit(ctx context.Context, closure uint32, args []byte) (uint64, error) {
-	var buf [256]byte
-	msg, token, err := s.encode(buf[:], closure, args)
-	if err != nil {
-		return 0, err
-	}
-	return token, s.q.Push(ctx, msg)
+	return s.submit(ctx, closure, args)
 }
 
-func (s *Submitter) encode(small []byte, closure uint32, args []byte) ([]byte, uint64, error) {
-	buf := small
-	if p := s.q.MaxPayload(); p > len(buf) {
-		buf = make([]byte, p)
-	} else {
-		buf = buf[:p]
-	}
-	// Check the size before taking a token: a refused pass wastes none.
+func (s *Submitter) submit(ctx context.Context, closure uint32, args []byte) (uint64, error) {
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	buf := *bp
 	if len(args) > MaxArgs(len(buf)) {
 		_, err := encodeSubmit(buf, closure, 0, args)
-		return nil, 0, err
+		return 0, err
 	}
 	token := s.q.NextID()
 	n, err := encodeSubmit(buf, closure, token, args)
-	return buf[:n], token, err
+	if err != nil {
+		return 0, err
+	}
+	if ctx == nil {
+		return token, s.q.TryPush(buf[:n])
+	}
+	return token, s.q.Push(ctx, buf[:n])
 }
 
 // Collector reads results from the result ring. Every collector on a
@@ -72,7 +72,8 @@ func NewCollector(q transport.Queue) *Collector {
 	return &Collector{q: q, buf: make([]byte, q.MaxPayload())}
 }
 
-// TryRecv returns the next result, or transport.ErrEmpty. A Collector is
+// TryRecv returns the next result, or transport.ErrEmpty. The result's
+// Data is valid until the next receive on this collector. A Collector is
 // not safe for concurrent use (each goroutine makes its own).
 func (c *Collector) TryRecv() (PassResult, error) {
 	n, err := c.q.TryPop(c.buf)

@@ -48,6 +48,7 @@ func recvAll(t *testing.T, col *Collector, n int) map[uint64]PassResult {
 		if _, dup := got[r.Token]; dup {
 			t.Fatalf("token %d delivered twice", r.Token)
 		}
+		r.Data = append([]byte(nil), r.Data...) // valid only until the next Recv
 		got[r.Token] = r
 	}
 	return got

@@ -109,7 +109,7 @@ func encodeResult(buf []byte, token uint64, status PassStatus, data []byte) int 
 type PassResult struct {
 	Token  uint64
 	Status PassStatus
-	Data   []byte // the result, or the error message
+	Data   []byte // the result, or the error message; see Collector.TryRecv for how long it is valid
 }
 
 // Err returns nil for a successful pass, and otherwise an error wrapping
@@ -139,7 +139,7 @@ func (r PassResult) Err() error {
 	return fmt.Errorf("%w: %w: token %d: %s", ErrPassFailed, cause, r.Token, msg)
 }
 
-// decodeResult parses a result message; Data is copied out of msg.
+// decodeResult parses a result message; Data aliases msg.
 func decodeResult(msg []byte) (PassResult, error) {
 	if len(msg) < resultHeader {
 		return PassResult{}, fmt.Errorf("%w: result of %d bytes, a header is %d", ErrMalformed, len(msg), resultHeader)
@@ -149,6 +149,6 @@ func decodeResult(msg []byte) (PassResult, error) {
 	if n > len(msg)-resultHeader {
 		return r, fmt.Errorf("%w: result length %d, message holds %d", ErrMalformed, n, len(msg)-resultHeader)
 	}
-	r.Data = append([]byte(nil), msg[resultHeader:resultHeader+n]...)
+	r.Data = msg[resultHeader : resultHeader+n]
 	return r, nil
 }

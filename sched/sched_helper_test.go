@@ -136,6 +136,18 @@ func schedChild(role string) error {
 		fmt.Println("holding", string(l.Data()))
 		<-ctx.Done()
 		return nil
+	case "watchdog":
+		hb, err := OpenHeartbeat(f.hb)
+		if err != nil {
+			return err
+		}
+		r, err := transport.OpenRing(f.submit)
+		if err != nil {
+			return err
+		}
+		rep := NewWatchdog(hb, WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+		fmt.Println("reclaimed", len(rep.Reclaimed))
+		return nil
 	case "register":
 		hb, err := OpenHeartbeat(f.hb)
 		if err != nil {
@@ -178,4 +190,18 @@ func stopChild(t *testing.T, c *proctest.Child) {
 	t.Helper()
 	c.Cmd.Process.Signal(syscall.SIGTERM)
 	c.MustSucceed(t)
+}
+
+func startBenchChild(tb testing.TB, f schedFiles) *proctest.Child {
+	tb.Helper()
+	c := proctest.Start(tb, schedHelper, "sched-worker", append(f.env(), "WORKERS=1")...)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _ := c.Output(); strings.Contains(out, "ready") {
+			return c
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tb.Fatal("worker never became ready")
+	return nil
 }
