@@ -28,15 +28,17 @@ func NewSubmitter(q transport.Queue) *Submitter {
 // unique across every submitting process. Arguments that do not fit give
 // ErrArgsTooLarge (and use no token); a full ring gives transport.ErrFull.
 func (s *Submitter) TrySubmit(closure uint32, args []byte) (uint64, error) {
-	return s.submit(nil, closure, args)
+	return s.submit(nil, closure, args, nil)
 }
 
 // Submit is TrySubmit that waits for room.
 func (s *Submitter) Submit(ctx context.Context, closure uint32, args []byte) (uint64, error) {
-	return s.submit(ctx, closure, args)
+	return s.submit(ctx, closure, args, nil)
 }
 
-func (s *Submitter) submit(ctx context.Context, closure uint32, args []byte) (uint64, error) {
+// submit encodes and pushes a pass; ctx nil means do not wait. beforePush,
+// if set, learns the token before the pass can possibly be executed.
+func (s *Submitter) submit(ctx context.Context, closure uint32, args []byte, beforePush func(uint64) error) (uint64, error) {
 	bp := s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(bp)
 	buf := *bp
@@ -49,6 +51,11 @@ func (s *Submitter) submit(ctx context.Context, closure uint32, args []byte) (ui
 	if err != nil {
 		return 0, err
 	}
+	if beforePush != nil {
+		if err := beforePush(token); err != nil {
+			return 0, err
+		}
+	}
 	if ctx == nil {
 		return token, s.q.TryPush(buf[:n])
 	}
@@ -58,7 +65,7 @@ func (s *Submitter) submit(ctx context.Context, closure uint32, args []byte) (ui
 // Collector reads results from the result ring. Every collector on a
 // result ring competes for the same results: give each group of
 // submitters its own result ring, or collect in one place and route by
-// token (see PassAwaiter).
+// token (see PassTasks).
 type Collector struct {
 	q   transport.Queue
 	buf []byte

@@ -75,36 +75,36 @@ func wrapSentinel(id TaskID, sentinel error) error {
 	return taskErr(id, strings.TrimPrefix(sentinel.Error(), "sched: "), sentinel)
 }
 
-// Status is where a task stands. A task starts Pending and moves exactly
+// TaskStatus is where a task stands. A task starts Pending and moves exactly
 // once to one of the other three, which are final.
-type Status uint8
+type TaskStatus uint8
 
 const (
-	StatusPending   Status = iota // registered, no outcome yet (its callable may be running)
-	StatusCompleted               // finished with a value
-	StatusFailed                  // finished with an error
-	StatusCancelled               // cancelled before it finished, or its completer was released
+	TaskPending   TaskStatus = iota // registered, no outcome yet (its callable may be running)
+	TaskCompleted                   // finished with a value
+	TaskFailed                      // finished with an error
+	TaskCancelled                   // cancelled before it finished, or its completer was released
 )
 
-func (s Status) String() string {
+func (s TaskStatus) String() string {
 	switch s {
-	case StatusPending:
+	case TaskPending:
 		return "pending"
-	case StatusCompleted:
+	case TaskCompleted:
 		return "completed"
-	case StatusFailed:
+	case TaskFailed:
 		return "failed"
-	case StatusCancelled:
+	case TaskCancelled:
 		return "cancelled"
 	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
+	return "TaskStatus(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Outcome is a task's status with its value (StatusCompleted) or its error
-// (StatusFailed, StatusCancelled; a cancelled task's Err wraps ErrCancelled).
-type Outcome[T any] struct {
+// TaskOutcome is a task's status with its value (TaskCompleted) or its error
+// (TaskFailed, TaskCancelled; a cancelled task's Err wraps ErrCancelled).
+type TaskOutcome[T any] struct {
 	ID     TaskID
-	Status Status
+	Status TaskStatus
 	Value  T
 	Err    error
 }
@@ -139,7 +139,7 @@ type taskEntry[T any] struct {
 	external      bool                    // registered by RegisterExternal
 	receiverTaken bool
 	watchers      []taskWatcher // joins waiting for this task
-	out           Outcome[T]
+	out           TaskOutcome[T]
 	done          chan struct{} // closed when out becomes final
 }
 
@@ -158,7 +158,7 @@ func (t *Tasks[T]) addLocked(id TaskID, fn Callable[T], external bool) (*taskEnt
 		t.m = make(map[TaskID]*taskEntry[T])
 	}
 	tk := &taskEntry[T]{id: id, fn: fn, external: external, done: make(chan struct{})}
-	tk.out = Outcome[T]{ID: id, Status: StatusPending}
+	tk.out = TaskOutcome[T]{ID: id, Status: TaskPending}
 	t.m[id] = tk
 	return tk, nil
 }
@@ -187,7 +187,7 @@ func (t *Tasks[T]) TakeCallable(id TaskID) (Callable[T], error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case tk.out.Status != StatusPending:
+	case tk.out.Status != TaskPending:
 		return nil, taskResolvedErr(tk)
 	case tk.external:
 		return nil, taskErr(id, "external task has no callable", ErrCallableTaken, ErrNotExternal)
@@ -204,23 +204,23 @@ func (t *Tasks[T]) TakeCallable(id TaskID) (Callable[T], error) {
 // discarded. Completing a task that is already resolved fails with
 // ErrAlreadyResolved (and ErrCancelled too if it was cancelled).
 func (t *Tasks[T]) Complete(id TaskID, v T) error {
-	return t.settleID(id, StatusCompleted, v, nil)
+	return t.settleID(id, TaskCompleted, v, nil)
 }
 
 // Fail resolves a pending task with err, like Complete.
 func (t *Tasks[T]) Fail(id TaskID, err error) error {
 	var zero T
-	return t.settleID(id, StatusFailed, zero, taskFailure(id, err))
+	return t.settleID(id, TaskFailed, zero, taskFailure(id, err))
 }
 
-// Cancel cancels a pending task: its status becomes StatusCancelled, its
+// Cancel cancels a pending task: its status becomes TaskCancelled, its
 // callable is released or, if running, has its context cancelled, and
 // every await of it fails with ErrCancelled. Only a pending task can be
 // cancelled; for a resolved task Cancel fails with ErrAlreadyResolved and
 // changes nothing.
 func (t *Tasks[T]) Cancel(id TaskID) error {
 	var zero T
-	return t.settleID(id, StatusCancelled, zero, taskErr(id, "cancelled", ErrCancelled))
+	return t.settleID(id, TaskCancelled, zero, taskErr(id, "cancelled", ErrCancelled))
 }
 
 func taskFailure(id TaskID, err error) error {
@@ -230,7 +230,7 @@ func taskFailure(id TaskID, err error) error {
 	return err
 }
 
-func (t *Tasks[T]) settleID(id TaskID, st Status, v T, err error) error {
+func (t *Tasks[T]) settleID(id TaskID, st TaskStatus, v T, err error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tk, lerr := t.lookupLocked(id)
@@ -240,7 +240,7 @@ func (t *Tasks[T]) settleID(id TaskID, st Status, v T, err error) error {
 	return t.settleLocked(tk, st, v, err)
 }
 
-func (t *Tasks[T]) settle(tk *taskEntry[T], st Status, v T, err error) error {
+func (t *Tasks[T]) settle(tk *taskEntry[T], st TaskStatus, v T, err error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.settleLocked(tk, st, v, err)
@@ -248,15 +248,15 @@ func (t *Tasks[T]) settle(tk *taskEntry[T], st Status, v T, err error) error {
 
 // settleLocked gives a pending task its final outcome, wakes its waiters
 // and stops its callable; for a resolved task it returns the error saying so.
-func (t *Tasks[T]) settleLocked(tk *taskEntry[T], st Status, v T, err error) error {
-	if tk.out.Status != StatusPending {
+func (t *Tasks[T]) settleLocked(tk *taskEntry[T], st TaskStatus, v T, err error) error {
+	if tk.out.Status != TaskPending {
 		return taskResolvedErr(tk)
 	}
 	tk.out.Status, tk.out.Value, tk.out.Err = st, v, err
 	tk.fn = nil
 	if tk.cancel != nil {
 		cause := err
-		if st != StatusCancelled {
+		if st != TaskCancelled {
 			cause = taskErr(tk.id, "resolved", ErrAlreadyResolved)
 		}
 		tk.cancel(cause)
@@ -273,7 +273,7 @@ func (t *Tasks[T]) settleLocked(tk *taskEntry[T], st Status, v T, err error) err
 // taskResolvedErr is the error for acting on a resolved task: it wraps
 // ErrAlreadyResolved and, for a cancelled task, the reason it was cancelled.
 func taskResolvedErr[T any](tk *taskEntry[T]) error {
-	if tk.out.Status == StatusCancelled {
+	if tk.out.Status == TaskCancelled {
 		var r *taskReason
 		if errors.As(tk.out.Err, &r) {
 			return taskErr(tk.id, "already resolved: "+r.msg, ErrAlreadyResolved, r)
@@ -283,14 +283,14 @@ func taskResolvedErr[T any](tk *taskEntry[T]) error {
 	return taskErr(tk.id, "already resolved: "+tk.out.Status.String(), ErrAlreadyResolved)
 }
 
-// Status returns a task's outcome so far; its Status is StatusPending until
+// Status returns a task's outcome so far; its Status is TaskPending until
 // the task is resolved.
-func (t *Tasks[T]) Status(id TaskID) (Outcome[T], error) {
+func (t *Tasks[T]) Status(id TaskID) (TaskOutcome[T], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tk, err := t.lookupLocked(id)
 	if err != nil {
-		return Outcome[T]{ID: id}, err
+		return TaskOutcome[T]{ID: id}, err
 	}
 	return tk.out, nil
 }
@@ -301,7 +301,7 @@ func (t *Tasks[T]) IsResolved(id TaskID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tk := t.m[id]
-	return tk != nil && tk.out.Status != StatusPending
+	return tk != nil && tk.out.Status != TaskPending
 }
 
 // Done returns a channel that is closed when the task is resolved.
@@ -326,7 +326,7 @@ func (t *Tasks[T]) Forget(id TaskID) error {
 	if err != nil {
 		return err
 	}
-	if tk.out.Status == StatusPending {
+	if tk.out.Status == TaskPending {
 		return wrapSentinel(id, ErrPending)
 	}
 	delete(t.m, id)
@@ -367,7 +367,7 @@ func (t *Tasks[T]) TryResolve(id TaskID) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	if tk.out.Status == StatusPending {
+	if tk.out.Status == TaskPending {
 		return zero, wrapSentinel(id, ErrPending)
 	}
 	return tk.out.Value, tk.out.Err
@@ -376,7 +376,7 @@ func (t *Tasks[T]) TryResolve(id TaskID) (T, error) {
 // startLocked starts a pending task's callable unless it has none left
 // (started already, taken, or external).
 func (t *Tasks[T]) startLocked(ctx context.Context, tk *taskEntry[T]) {
-	if tk.out.Status != StatusPending || tk.fn == nil {
+	if tk.out.Status != TaskPending || tk.fn == nil {
 		return
 	}
 	fn := tk.fn
@@ -393,17 +393,17 @@ func (t *Tasks[T]) run(ctx context.Context, tk *taskEntry[T], fn Callable[T]) {
 			// A panic goes on to crash the program as usual; this only keeps
 			// waiters (and runtime.Goexit) from hanging on the task.
 			var zero T
-			_ = t.settle(tk, StatusFailed, zero, wrapSentinel(tk.id, ErrCallableAborted))
+			_ = t.settle(tk, TaskFailed, zero, wrapSentinel(tk.id, ErrCallableAborted))
 		}
 	}()
 	v, err := fn(ctx)
 	returned = true
 	if err != nil {
 		var zero T
-		_ = t.settle(tk, StatusFailed, zero, err)
+		_ = t.settle(tk, TaskFailed, zero, err)
 		return
 	}
-	_ = t.settle(tk, StatusCompleted, v, nil)
+	_ = t.settle(tk, TaskCompleted, v, nil)
 }
 
 // wait blocks until the task is resolved or ctx ends, preferring the

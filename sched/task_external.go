@@ -51,7 +51,7 @@ func dropTaskCompleter[T any](r taskCompleterRef[T]) { r.tasks.drop(r.tk) }
 
 func (t *Tasks[T]) drop(tk *taskEntry[T]) {
 	var zero T
-	_ = t.settle(tk, StatusCancelled, zero,
+	_ = t.settle(tk, TaskCancelled, zero,
 		taskErr(tk.id, "cancelled: completer released without a result", ErrCancelled, ErrCompleterDropped))
 }
 
@@ -66,14 +66,14 @@ func (c *Completer[T]) Done() <-chan struct{} { return c.tk.done }
 // Complete resolves the task with v.
 func (c *Completer[T]) Complete(v T) error {
 	c.stopCleanup()
-	return c.tasks.settle(c.tk, StatusCompleted, v, nil)
+	return c.tasks.settle(c.tk, TaskCompleted, v, nil)
 }
 
 // Fail resolves the task with err.
 func (c *Completer[T]) Fail(err error) error {
 	c.stopCleanup()
 	var zero T
-	return c.tasks.settle(c.tk, StatusFailed, zero, taskFailure(c.tk.id, err))
+	return c.tasks.settle(c.tk, TaskFailed, zero, taskFailure(c.tk.id, err))
 }
 
 // Release drops the completer: if the task is still pending it is cancelled
@@ -99,7 +99,7 @@ func (t *Tasks[T]) HasExternal(id TaskID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tk := t.m[id]
-	return tk != nil && tk.external && !tk.receiverTaken && tk.out.Status == StatusPending
+	return tk != nil && tk.external && !tk.receiverTaken && tk.out.Status == TaskPending
 }
 
 // TakeReceiver hands out the receiver of an external task, once: a second

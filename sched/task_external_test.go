@@ -19,7 +19,7 @@ func TestTaskExternalCompleteAndTryResolve(t *testing.T) {
 	if !ts.HasExternal(100) {
 		t.Fatal("HasExternal false after RegisterExternal")
 	}
-	mustTaskStatus(t, &ts, 100, StatusPending)
+	mustTaskStatus(t, &ts, 100, TaskPending)
 	if _, err := ts.TryResolve(100); !errors.Is(err, ErrPending) {
 		t.Fatalf("TryResolve before completion: %v, want ErrPending", err)
 	}
@@ -60,7 +60,7 @@ func TestTaskExternalFail(t *testing.T) {
 	if _, err := ts.TryResolve(200); err != refused {
 		t.Fatalf("TryResolve = %v, want the delivered error", err)
 	}
-	mustTaskStatus(t, &ts, 200, StatusFailed)
+	mustTaskStatus(t, &ts, 200, TaskFailed)
 }
 
 func TestTaskExternalCompleterDropped(t *testing.T) {
@@ -74,14 +74,14 @@ func TestTaskExternalCompleterDropped(t *testing.T) {
 	if !strings.Contains(err.Error(), "completer released") {
 		t.Fatalf("error %q does not say the completer was released", err)
 	}
-	mustTaskStatus(t, &ts, 300, StatusCancelled)
+	mustTaskStatus(t, &ts, 300, TaskCancelled)
 
 	err = c.Complete(1)
 	if !errors.Is(err, ErrAlreadyResolved) || !errors.Is(err, ErrCompleterDropped) {
 		t.Fatalf("Complete after Release: %v", err)
 	}
 	c.Release() // idempotent
-	mustTaskStatus(t, &ts, 300, StatusCancelled)
+	mustTaskStatus(t, &ts, 300, TaskCancelled)
 }
 
 // registerTaskAndLose registers an external task and drops its completer on
@@ -108,7 +108,7 @@ func TestTaskExternalCompleterGarbageCollected(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	<-done
-	o := mustTaskStatus(t, &ts, 1, StatusCancelled)
+	o := mustTaskStatus(t, &ts, 1, TaskCancelled)
 	if !errors.Is(o.Err, ErrCompleterDropped) {
 		t.Fatalf("outcome error %v, want ErrCompleterDropped", o.Err)
 	}
@@ -119,7 +119,7 @@ func TestTaskExternalCompleterGarbageCollected(t *testing.T) {
 	c = nil
 	runtime.GC()
 	runtime.GC()
-	if o := mustTaskStatus(t, &ts, 2, StatusCompleted); o.Value != 5 {
+	if o := mustTaskStatus(t, &ts, 2, TaskCompleted); o.Value != 5 {
 		t.Fatalf("value = %d", o.Value)
 	}
 }
@@ -153,7 +153,7 @@ func TestTaskTakeReceiver(t *testing.T) {
 	if _, err := rx.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait past its deadline: %v", err)
 	}
-	mustTaskStatus(t, &ts, 400, StatusPending)
+	mustTaskStatus(t, &ts, 400, TaskPending)
 
 	go func() {
 		time.Sleep(5 * time.Millisecond)
@@ -194,18 +194,18 @@ func TestTaskCompleterOneShot(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		first, then op
-		status      Status
+		status      TaskStatus
 		thenErrIs   []error // nil: the second op must succeed (Release)
 	}{
-		{"Complete/Complete", complete, complete, StatusCompleted, []error{ErrAlreadyResolved}},
-		{"Complete/Fail", complete, fail, StatusCompleted, []error{ErrAlreadyResolved}},
-		{"Complete/Release", complete, release, StatusCompleted, nil},
-		{"Fail/Complete", fail, complete, StatusFailed, []error{ErrAlreadyResolved}},
-		{"Release/Complete", release, complete, StatusCancelled, []error{ErrAlreadyResolved, ErrCancelled, ErrCompleterDropped}},
-		{"Release/Fail", release, fail, StatusCancelled, []error{ErrAlreadyResolved, ErrCompleterDropped}},
-		{"Cancel/Complete", cancel, complete, StatusCancelled, []error{ErrAlreadyResolved, ErrCancelled}},
-		{"Cancel/Release", cancel, release, StatusCancelled, nil},
-		{"TasksComplete/Complete", tsComplete, complete, StatusCompleted, []error{ErrAlreadyResolved}},
+		{"Complete/Complete", complete, complete, TaskCompleted, []error{ErrAlreadyResolved}},
+		{"Complete/Fail", complete, fail, TaskCompleted, []error{ErrAlreadyResolved}},
+		{"Complete/Release", complete, release, TaskCompleted, nil},
+		{"Fail/Complete", fail, complete, TaskFailed, []error{ErrAlreadyResolved}},
+		{"Release/Complete", release, complete, TaskCancelled, []error{ErrAlreadyResolved, ErrCancelled, ErrCompleterDropped}},
+		{"Release/Fail", release, fail, TaskCancelled, []error{ErrAlreadyResolved, ErrCompleterDropped}},
+		{"Cancel/Complete", cancel, complete, TaskCancelled, []error{ErrAlreadyResolved, ErrCancelled}},
+		{"Cancel/Release", cancel, release, TaskCancelled, nil},
+		{"TasksComplete/Complete", tsComplete, complete, TaskCompleted, []error{ErrAlreadyResolved}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ts Tasks[int]

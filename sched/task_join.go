@@ -16,7 +16,7 @@ import (
 //
 // ctx bounds only the wait: if it ends first the join returns ctx.Err() and
 // the tasks carry on. Race and Any, once they have their answer, cancel the
-// group's other pending tasks (the losers): each loser ends StatusCancelled
+// group's other pending tasks (the losers): each loser ends TaskCancelled
 // with an error wrapping ErrCancelled that names the winner, its running
 // callable's context is cancelled with that error as the cause, and an
 // external loser's Completer then fails to Complete with ErrAlreadyResolved
@@ -96,13 +96,13 @@ func (t *Tasks[T]) Any(ctx context.Context, ids ...TaskID) (TaskID, T, error) {
 
 // AllSettled waits for every task and returns every outcome in group order.
 // It fails only for an empty group, an unknown id, or ctx ending.
-func (t *Tasks[T]) AllSettled(ctx context.Context, ids ...TaskID) ([]Outcome[T], error) {
+func (t *Tasks[T]) AllSettled(ctx context.Context, ids ...TaskID) ([]TaskOutcome[T], error) {
 	g, err := t.startGroup(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
-	outs := make([]Outcome[T], len(g.members))
+	outs := make([]TaskOutcome[T], len(g.members))
 	for range g.members {
 		i, err := g.next(ctx)
 		if err != nil {
@@ -147,7 +147,7 @@ func (t *Tasks[T]) startGroup(ctx context.Context, ids []TaskID) (*taskGroup[T],
 		t.startLocked(ctx, tk)
 	}
 	for i, tk := range g.members {
-		if tk.out.Status != StatusPending {
+		if tk.out.Status != TaskPending {
 			g.finished <- i
 		} else {
 			tk.watchers = append(tk.watchers, taskWatcher{g.finished, i})
@@ -187,7 +187,7 @@ func (t *Tasks[T]) cancelLosers(tasks []*taskEntry[T], win *taskEntry[T], msg st
 	defer t.mu.Unlock()
 	for _, tk := range tasks {
 		if tk != win {
-			_ = t.settleLocked(tk, StatusCancelled, zero, taskErr(tk.id, msg, ErrCancelled))
+			_ = t.settleLocked(tk, TaskCancelled, zero, taskErr(tk.id, msg, ErrCancelled))
 		}
 	}
 }

@@ -121,7 +121,7 @@ func TestTaskJoinAll(t *testing.T) {
 			t.Fatalf("error %v does not name task 2", err)
 		}
 		// All cancels nothing: the slow task is still running.
-		mustTaskStatus(t, &ts, 1, StatusPending)
+		mustTaskStatus(t, &ts, 1, TaskPending)
 	})
 	t.Run("already resolved", func(t *testing.T) {
 		var ts Tasks[int]
@@ -202,7 +202,7 @@ func TestTaskJoinRaceFastSlow(t *testing.T) {
 	case <-time.After(taskWaitLong / 2):
 		t.Fatal("the slow task's context was not cancelled")
 	}
-	o := mustTaskStatus(t, &ts, 1, StatusCancelled)
+	o := mustTaskStatus(t, &ts, 1, TaskCancelled)
 	if !errors.Is(o.Err, ErrCancelled) {
 		t.Fatalf("loser's error = %v", o.Err)
 	}
@@ -223,7 +223,7 @@ func TestTaskJoinRace(t *testing.T) {
 			t.Fatalf("Race = %d, %v; want 2, boom", id, err)
 		}
 		recvTask(t, slow.cancelled, "loser cancellation")
-		mustTaskStatus(t, &ts, 1, StatusCancelled)
+		mustTaskStatus(t, &ts, 1, TaskCancelled)
 	})
 	t.Run("already resolved wins in taskGroup order", func(t *testing.T) {
 		var ts Tasks[int]
@@ -239,8 +239,8 @@ func TestTaskJoinRace(t *testing.T) {
 		}
 		// The pending loser is cancelled; the resolved loser keeps its value.
 		recvTask(t, slow.cancelled, "loser cancellation")
-		mustTaskStatus(t, &ts, 3, StatusCancelled)
-		mustTaskStatus(t, &ts, 1, StatusCompleted)
+		mustTaskStatus(t, &ts, 3, TaskCancelled)
+		mustTaskStatus(t, &ts, 1, TaskCompleted)
 	})
 	t.Run("cancelled member wins", func(t *testing.T) {
 		var ts Tasks[int]
@@ -270,7 +270,7 @@ func TestTaskJoinRace(t *testing.T) {
 		if !strings.Contains(err.Error(), "lost a Race to task 2") {
 			t.Fatalf("error %q does not say the task lost a race", err)
 		}
-		mustTaskStatus(t, &ts, 1, StatusCancelled)
+		mustTaskStatus(t, &ts, 1, TaskCancelled)
 	})
 	t.Run("same id twice", func(t *testing.T) {
 		var ts Tasks[int]
@@ -279,7 +279,7 @@ func TestTaskJoinRace(t *testing.T) {
 		if id != 1 || v != 1 || err != nil {
 			t.Fatalf("Race = %d, %d, %v", id, v, err)
 		}
-		mustTaskStatus(t, &ts, 1, StatusCompleted)
+		mustTaskStatus(t, &ts, 1, TaskCompleted)
 	})
 }
 
@@ -303,8 +303,8 @@ func TestTaskJoinAny(t *testing.T) {
 		if !strings.Contains(slow.cause.Error(), "task 3 won an Any") {
 			t.Fatalf("loser's cause = %v", slow.cause)
 		}
-		mustTaskStatus(t, &ts, 1, StatusFailed) // resolved losers stay as they are
-		mustTaskStatus(t, &ts, 2, StatusCancelled)
+		mustTaskStatus(t, &ts, 1, TaskFailed) // resolved losers stay as they are
+		mustTaskStatus(t, &ts, 2, TaskCancelled)
 	})
 	t.Run("all fail: last error", func(t *testing.T) {
 		var ts Tasks[int]
@@ -354,15 +354,15 @@ func TestTaskJoinAllSettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct {
-		st    Status
+		st    TaskStatus
 		v     int
 		errIs error
 	}{
-		{StatusCompleted, 10, nil},
-		{StatusFailed, 0, boom},
-		{StatusCancelled, 0, ErrCancelled},
-		{StatusCompleted, 40, nil},
-		{StatusCancelled, 0, ErrCompleterDropped},
+		{TaskCompleted, 10, nil},
+		{TaskFailed, 0, boom},
+		{TaskCancelled, 0, ErrCancelled},
+		{TaskCompleted, 40, nil},
+		{TaskCancelled, 0, ErrCompleterDropped},
 	}
 	for i, w := range want {
 		o := outs[i]
@@ -392,8 +392,8 @@ func TestTaskJoinContextEnds(t *testing.T) {
 				t.Fatalf("%s: %v, want context.Canceled", name, err)
 			}
 			// Nothing was decided, so nothing was cancelled.
-			mustTaskStatus(t, &ts, 1, StatusPending)
-			mustTaskStatus(t, &ts, 2, StatusPending)
+			mustTaskStatus(t, &ts, 1, TaskPending)
+			mustTaskStatus(t, &ts, 2, TaskPending)
 			close(b.release)
 			if v, err := ts.Resolve(t.Context(), 1); v != 1 || err != nil {
 				t.Fatalf("Resolve after the join gave up = %d, %v", v, err)

@@ -135,7 +135,7 @@ func TestTaskStress(t *testing.T) {
 					return
 				}
 				for _, o := range outs {
-					if o.Status == StatusPending {
+					if o.Status == TaskPending {
 						t.Errorf("AllSettled returned a pending outcome %+v", o)
 					}
 				}
@@ -150,7 +150,7 @@ func TestTaskStress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Status == StatusPending {
+		if o.Status == TaskPending {
 			t.Errorf("task %d still pending", i)
 			continue
 		}
@@ -162,7 +162,7 @@ func TestTaskStress(t *testing.T) {
 				t.Errorf("task %d resolver %d got (%d, %v), task ended %+v", i, r, g.v, g.err, o)
 			}
 		}
-		if o.Status == StatusCancelled && !errors.Is(o.Err, ErrCancelled) {
+		if o.Status == TaskCancelled && !errors.Is(o.Err, ErrCancelled) {
 			t.Errorf("task %d cancelled with %v", i, o.Err)
 		}
 	}

@@ -73,7 +73,7 @@ func recvTask(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-func mustTaskStatus[T any](t *testing.T, ts *Tasks[T], id TaskID, want Status) Outcome[T] {
+func mustTaskStatus[T any](t *testing.T, ts *Tasks[T], id TaskID, want TaskStatus) TaskOutcome[T] {
 	t.Helper()
 	o, err := ts.Status(id)
 	if err != nil {
@@ -90,7 +90,7 @@ func TestTaskRegisterAndTakeCallable(t *testing.T) {
 	if err := ts.Register(1, taskValue(42.0, nil)); err != nil {
 		t.Fatal(err)
 	}
-	mustTaskStatus(t, &ts, 1, StatusPending)
+	mustTaskStatus(t, &ts, 1, TaskPending)
 
 	fn, err := ts.TakeCallable(1)
 	if err != nil || fn == nil {
@@ -140,7 +140,7 @@ func TestTaskResolveCachesResult(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("callable ran %d times, want 1", n)
 	}
-	o := mustTaskStatus(t, &ts, 1, StatusCompleted)
+	o := mustTaskStatus(t, &ts, 1, TaskCompleted)
 	if o.Value != 99 || o.Err != nil || o.ID != 1 {
 		t.Fatalf("outcome = %+v", o)
 	}
@@ -157,7 +157,7 @@ func TestTaskResolveCachesResult(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("failing callable ran %d times, want 1", n)
 	}
-	mustTaskStatus(t, &ts, 2, StatusFailed)
+	mustTaskStatus(t, &ts, 2, TaskFailed)
 }
 
 func TestTaskCancel(t *testing.T) {
@@ -179,7 +179,7 @@ func TestTaskCancel(t *testing.T) {
 	if runs.Load() != 0 {
 		t.Fatal("cancelled task's callable ran")
 	}
-	o := mustTaskStatus(t, &ts, 1, StatusCancelled)
+	o := mustTaskStatus(t, &ts, 1, TaskCancelled)
 	if !errors.Is(o.Err, ErrCancelled) {
 		t.Fatalf("outcome error %v does not wrap ErrCancelled", o.Err)
 	}
@@ -201,7 +201,7 @@ func TestTaskCancel(t *testing.T) {
 	if !errors.Is(err, ErrAlreadyResolved) || errors.Is(err, ErrCancelled) {
 		t.Fatalf("Cancel of a completed task: %v", err)
 	}
-	mustTaskStatus(t, &ts, 2, StatusCompleted)
+	mustTaskStatus(t, &ts, 2, TaskCompleted)
 	if !strings.Contains(err.Error(), "task 2") || !strings.Contains(err.Error(), "completed") {
 		t.Fatalf("error %q should name the task and its status", err)
 	}
@@ -224,7 +224,7 @@ func TestTaskCancelRunning(t *testing.T) {
 	if err := <-res; !errors.Is(err, ErrCancelled) {
 		t.Fatalf("Resolve: %v, want ErrCancelled", err)
 	}
-	mustTaskStatus(t, &ts, 1, StatusCancelled) // the callable's late return changes nothing
+	mustTaskStatus(t, &ts, 1, TaskCancelled) // the callable's late return changes nothing
 }
 
 func TestTaskCompleteWhileRunning(t *testing.T) {
@@ -244,21 +244,21 @@ func TestTaskCompleteWhileRunning(t *testing.T) {
 	if v := <-res; v != 7 {
 		t.Fatalf("Resolve = %d, want the completed 7", v)
 	}
-	if o := mustTaskStatus(t, &ts, 1, StatusCompleted); o.Value != 7 {
+	if o := mustTaskStatus(t, &ts, 1, TaskCompleted); o.Value != 7 {
 		t.Fatalf("value = %d", o.Value)
 	}
 }
 
 func TestTaskStatusString(t *testing.T) {
 	for _, tc := range []struct {
-		s    Status
+		s    TaskStatus
 		want string
 	}{
-		{StatusPending, "pending"},
-		{StatusCompleted, "completed"},
-		{StatusFailed, "failed"},
-		{StatusCancelled, "cancelled"},
-		{Status(9), "Status(9)"},
+		{TaskPending, "pending"},
+		{TaskCompleted, "completed"},
+		{TaskFailed, "failed"},
+		{TaskCancelled, "cancelled"},
+		{TaskStatus(9), "TaskStatus(9)"},
 	} {
 		if got := tc.s.String(); got != tc.want {
 			t.Errorf("%d.String() = %q, want %q", tc.s, got, tc.want)
@@ -305,7 +305,7 @@ func TestTaskUnknownID(t *testing.T) {
 		t.Fatal("unknown id reported resolved or external")
 	}
 	// The joins checked the group before starting anything.
-	mustTaskStatus(t, &ts, 1, StatusPending)
+	mustTaskStatus(t, &ts, 1, TaskPending)
 }
 
 func TestTaskRegisterErrors(t *testing.T) {
@@ -359,7 +359,7 @@ func TestTaskFailTryResolveAndForget(t *testing.T) {
 	// Fail with a nil error still fails the task with a non-nil error.
 	_ = ts.Register(2, taskValue("x", nil))
 	_ = ts.Fail(2, nil)
-	if o := mustTaskStatus(t, &ts, 2, StatusFailed); o.Err == nil {
+	if o := mustTaskStatus(t, &ts, 2, TaskFailed); o.Err == nil {
 		t.Fatal("Fail(nil) left a nil error")
 	}
 }
@@ -417,7 +417,7 @@ func TestTaskResolveContextBoundsOnlyTheWait(t *testing.T) {
 	if got := <-seen; got != "v" {
 		t.Fatalf("callable saw context taskValue %v, want the resolver's", got)
 	}
-	mustTaskStatus(t, &ts, 1, StatusPending) // the task carries on
+	mustTaskStatus(t, &ts, 1, TaskPending) // the task carries on
 	close(release)
 	if v, err := ts.Resolve(t.Context(), 1); v != "done" || err != nil {
 		t.Fatalf("Resolve = %q, %v", v, err)
