@@ -1,0 +1,152 @@
+// Package cliutil is the plumbing every shmkit command shares: exit codes,
+// one-line errors, the mapping from library errors to "unusable file",
+// tables, JSON and live views. Commands stay thin; what they print is their
+// own.
+package cliutil
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// Exit codes shared by every shmkit command.
+const (
+	ExitOK       = 0 // success
+	ExitProblems = 1 // problems found, or the operation failed
+	ExitUsage    = 2 // bad command line
+	ExitUnusable = 3 // the file cannot be used (missing, not shmkit, wrong kind, newer version, truncated, corrupt header)
+)
+
+// ExitCodesHelp documents the exit codes for --help texts.
+const ExitCodesHelp = `EXIT CODES:
+   0  success
+   1  problems found, or the operation failed
+   2  bad usage
+   3  the file cannot be used (missing, not a shmkit file, wrong kind,
+      newer format version, truncated, corrupt header)`
+
+// ExitError carries an exit code with the error to print.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exit wraps err with an exit code.
+func Exit(code int, err error) error { return &ExitError{Code: code, Err: err} }
+
+// Problems is a result with problems found: exit 1, with nothing more to
+// print (the command printed its report already) when msg is empty.
+func Problems(msg string) error { return &ExitError{Code: ExitProblems, Err: errors.New(msg)} }
+
+// Usage is a bad command line: exit 2.
+func Usage(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// unusable lists the errors that mean "this file cannot be used".
+var unusable = []error{
+	shm.ErrNotExist, shm.ErrSymlink, shm.ErrNotRegular, shm.ErrForeignOwner, shm.ErrPermissive,
+	shm.ErrLinked, shm.ErrTruncated, shm.ErrSizeMismatch, shm.ErrNotReady, shm.ErrFault,
+	layout.ErrInvalid, layout.ErrTooShort, layout.ErrBadMagic, layout.ErrVersionMismatch,
+	layout.ErrChecksum, layout.ErrUnknownKind, layout.ErrWrongKind, layout.ErrGeometry,
+}
+
+// IsUnusable reports whether err says the file itself cannot be used.
+func IsUnusable(err error) bool {
+	for _, u := range unusable {
+		if errors.Is(err, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// Code returns the exit code for err.
+func Code(err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
+	case IsUnusable(err):
+		return ExitUnusable
+	}
+	return ExitProblems
+}
+
+// Run runs app with args and returns the exit code. Errors are printed as
+// one line on stderr ("name: cause"); a panic, whatever the file held,
+// becomes one line too, never a stack trace. SIGINT and SIGTERM cancel the
+// context the commands see (watch views end cleanly on Ctrl-C).
+func Run(app *cli.App, args []string, stderr io.Writer) (code int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app.ErrWriter = stderr
+	app.ExitErrHandler = func(*cli.Context, error) {} // we decide the exit code
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return Exit(ExitUsage, err) }
+	if app.CustomAppHelpTemplate == "" {
+		app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + ExitCodesHelp + "\n"
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "%s: internal error: %v\n", app.Name, r)
+			code = ExitProblems
+		}
+	}()
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return ExitOK
+	}
+	code = Code(err)
+	if msg := oneLine(err.Error()); msg != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)
+	}
+	if code == ExitProblems && isUsageMessage(err) {
+		code = ExitUsage
+	}
+	return code
+}
+
+// isUsageMessage catches the usage errors urfave/cli returns without
+// calling OnUsageError (missing required flags, unknown commands).
+func isUsageMessage(err error) bool {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"Required flag", "flag provided but not defined", "No help topic", "invalid value"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// WriteJSON prints v as indented JSON followed by a newline.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
