@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"runtime"
 	"testing"
 )
@@ -199,5 +200,27 @@ func TestFastPathZeroAllocs(t *testing.T) {
 	})
 	if c := r.Counters(); c.Depth() != 0 || c.Claimed != runs+1 || c.Acked != runs+1 {
 		t.Fatalf("counters after the runs: %+v", c)
+	}
+}
+
+// TestBlockingFastPathZeroAllocs: a blocking call that does not have to
+// wait allocates nothing either.
+func TestBlockingFastPathZeroAllocs(t *testing.T) {
+	r := newRing(t, RingConfig{Capacity: 64})
+	ctx := context.Background()
+	msg := make([]byte, 32)
+	buf := make([]byte, 64)
+	if a := testing.AllocsPerRun(1000, func() {
+		if err := r.Push(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Pop(ctx, buf); err != nil {
+			t.Fatal(err)
+		}
+		r.Push(ctx, msg)
+		l, _ := r.Claim(ctx)
+		r.Ack(l)
+	}); a != 0 {
+		t.Fatalf("%v allocations per blocking push/pop/claim/ack", a)
 	}
 }

@@ -28,39 +28,14 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 	if uint64(len(msg)) > r.lay.PayloadMax() {
 		return r.tooLarge(len(msg))
 	}
-	var stop func()
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		err := r.push(msg, 0)
-		if err != ErrFull {
-			return err
-		}
-		if attempt == 0 {
-			r.fullHits.Add(1)
-		}
-		if backoff(attempt) {
-			continue
-		}
-		if stop == nil {
-			stop = r.wakeOnDone(ctx, r.notFullSeq)
-		}
-		done := false
-		serr := r.sleep(ctx, r.notFullSeq, r.notFullW, func() bool {
-			err = r.push(msg, 0)
-			done = err != ErrFull
-			return done
-		}, r.tailSlot)
-		if done {
-			return err
-		}
-		if serr != nil {
-			return serr
-		}
+	var err error
+	if werr := r.block(ctx, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, func() bool {
+		err = r.push(msg, 0)
+		return err != ErrFull
+	}); werr != nil {
+		return werr
 	}
+	return err
 }
 
 // Pop waits for the next message and copies it into buf.
@@ -68,39 +43,15 @@ func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
 	if r.self == 0 {
 		return 0, ErrNotAttached
 	}
-	var stop func()
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		n, err := r.pop(buf)
-		if err != ErrEmpty {
-			return n, err
-		}
-		if attempt == 0 {
-			r.emptyHits.Add(1)
-		}
-		if backoff(attempt) {
-			continue
-		}
-		if stop == nil {
-			stop = r.wakeOnDone(ctx, r.notEmptySeq)
-		}
-		got := false
-		serr := r.sleep(ctx, r.notEmptySeq, r.notEmptyW, func() bool {
-			n, err = r.pop(buf)
-			got = err != ErrEmpty
-			return got
-		}, r.headSlot)
-		if got {
-			return n, err
-		}
-		if serr != nil {
-			return 0, serr
-		}
+	var n int
+	var err error
+	if werr := r.block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, func() bool {
+		n, err = r.pop(buf)
+		return err != ErrEmpty
+	}); werr != nil {
+		return 0, werr
 	}
+	return n, err
 }
 
 // Claim waits for the next message and leases it (see TryClaim).
@@ -108,6 +59,21 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 	if r.self == 0 {
 		return Lease{}, ErrNotAttached
 	}
+	var l Lease
+	var err error
+	if werr := r.block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, func() bool {
+		l, err = r.claim()
+		return err != ErrEmpty
+	}); werr != nil {
+		return Lease{}, werr
+	}
+	return l, err
+}
+
+// block runs try until it reports that it got through (a result or an
+// error other than full/empty): spinning first, then yielding, then
+// sleeping on seq. hits counts blocking calls that had to wait.
+func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, blocker func() (uint64, uint64), try func() bool) error {
 	var stop func()
 	defer func() {
 		if stop != nil {
@@ -115,30 +81,20 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 		}
 	}()
 	for attempt := 0; ; attempt++ {
-		l, err := r.claim()
-		if err != ErrEmpty {
-			return l, err
+		if try() {
+			return nil
 		}
 		if attempt == 0 {
-			r.emptyHits.Add(1)
+			hits.Add(1)
 		}
 		if backoff(attempt) {
 			continue
 		}
 		if stop == nil {
-			stop = r.wakeOnDone(ctx, r.notEmptySeq)
+			stop = r.wakeOnDone(ctx, seq)
 		}
-		got := false
-		serr := r.sleep(ctx, r.notEmptySeq, r.notEmptyW, func() bool {
-			l, err = r.claim()
-			got = err != ErrEmpty
-			return got
-		}, r.headSlot)
-		if got {
-			return l, err
-		}
-		if serr != nil {
-			return Lease{}, serr
+		if done, err := r.sleep(ctx, seq, flag, try, blocker); done || err != nil {
+			return err
 		}
 	}
 }
@@ -156,24 +112,24 @@ func backoff(attempt int) bool {
 }
 
 // sleep announces a sleeper, re-checks with retry (which performs the
-// operation), and sleeps on seq until woken, ctx ends, or, when the slot
-// in the way belongs to a process that might be dead, a check interval
-// passes. retry reports its own outcome to the caller; sleep returns ctx's
-// error or a futex failure, and nil to make the caller try again.
-func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64)) error {
+// operation: done is true if it got through), and sleeps on seq until
+// woken, ctx ends, or, when the slot in the way belongs to a process that
+// might be dead, a check interval passes. It returns ctx's error or a
+// futex failure, and neither to make the caller try again.
+func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64)) (done bool, err error) {
 	s := seq.Load()
 	flag.Store(1)
 	if retry() {
-		return nil
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	timeout := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
 			// Past the deadline: the context may not say so yet.
-			return context.DeadlineExceeded
+			return false, context.DeadlineExceeded
 		}
 	}
 	// A slot owned by a writer or reader in the way may belong to a dead
@@ -183,9 +139,9 @@ func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func()
 	if owned && (timeout < 0 || timeout > stuckCheckInterval) {
 		timeout = stuckCheckInterval
 	}
-	err := shm.FutexWait(seq, s, timeout)
+	err = shm.FutexWait(seq, s, timeout)
 	if cerr := ctx.Err(); cerr != nil {
-		return cerr
+		return false, cerr
 	}
 	if err == shm.ErrTimeout && owned {
 		if _, now := blocker(); now == raw {
@@ -193,9 +149,9 @@ func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func()
 		}
 	}
 	if err != nil && err != shm.ErrTimeout {
-		return err
+		return false, err
 	}
-	return nil
+	return false, nil
 }
 
 func isOwned(raw uint64) bool {
