@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+)
+
+func dumpFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.table/1) instead of a table"},
+		&cli.BoolFlag{Name: "all", Usage: "list free slots too"},
+		staleFlag(),
+		ringFlag(ringShowUsage),
+		allowModeFlag(),
+	}
+}
+
+// jsonDump is `hbdump PATH --json`.
+type jsonDump struct {
+	Format       string            `json:"format"`
+	Path         string            `json:"path"`
+	Capacity     int               `json:"capacity"`
+	LeasesPer    int               `json:"leases_per_slot"`
+	StaleAfter   float64           `json:"stale_after_seconds"`
+	Totals       jsonTotals        `json:"totals"`
+	Counts       counts            `json:"counts"`
+	Participants []jsonParticipant `json:"participants"`
+}
+
+// dump is the command without a name: the participant table.
+func (e *env) dump(c *cli.Context) error { return run(e.dumpAction)(c) }
+
+func (e *env) dumpAction(c *cli.Context) error {
+	path, err := e.pathArg(c)
+	if err != nil {
+		return err
+	}
+	stale, err := staleOf(c)
+	if err != nil {
+		return err
+	}
+	hb, err := e.openTable(path, false)
+	if err != nil {
+		return err
+	}
+	defer hb.Close()
+	rings, err := e.openRings(c.StringSlice("ring"), false)
+	if err != nil {
+		return err
+	}
+	defer rings.Close()
+	v, err := readTable(hb)
+	if err != nil {
+		return err
+	}
+	rows := rowsOf(v.Parts, stale, c.Bool("all"))
+	n := countOf(v.Parts, stale)
+	if c.Bool("json") {
+		return cliutil.WriteJSON(e.stdout, jsonDump{Format: "hbdump.table/1", Path: v.Path, Capacity: v.Capacity,
+			LeasesPer: v.Leases, StaleAfter: stale.Seconds(), Totals: totalsJSON(v.Totals), Counts: n,
+			Participants: participantsJSON(rows, rings)})
+	}
+	cliutil.KeyValues(e.stdout, [][2]string{
+		{"table", v.Path},
+		{"slots", fmt.Sprintf("%d, %d lease records each", v.Capacity, v.Leases)},
+		{"health", fmt.Sprintf("%s (%s)", n, staleText(stale))},
+		{"totals", fmt.Sprintf("%d registered, %d unregistered, %d reclaimed", v.Totals.Registered, v.Totals.Unregistered, v.Totals.Reclaimed)},
+	})
+	fmt.Fprintln(e.stdout)
+	return writeParticipants(e.stdout, rows, rings, cliutil.IsTerminal(e.stdout), nil)
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/transport"
+)
+
+func (e *env) reapCommand() *cli.Command {
+	return command(&cli.Command{
+		Name:      "reap",
+		Usage:     "reclaim dead participants: requeue their leased messages and free their slots",
+		UsageText: "hbdump reap PATH [--ring R ...] [--apply] [--json]",
+		Description: "Without --apply, shows what would be done and changes nothing: exit 1 when there is\n" +
+			"something to reap, 0 when not. With --apply, runs the library's watchdog (sched.Watchdog):\n" +
+			"each --ring is repaired, which requeues every lease of a dead ring participant, and each\n" +
+			"dead participant whose leases are all in rings given here is freed; one holding a lease\n" +
+			"in a ring not given is kept (reclaiming) and reported. Live participants, stale or not,\n" +
+			"are never touched. Exit 0 when every dead participant was reclaimed, 1 otherwise.",
+		Flags: []cli.Flag{
+			ringFlag("a ring the participants lease from: dead participants' leases are requeued into it (repeatable)"),
+			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.reap/1)"},
+			staleFlag(),
+			allowModeFlag(),
+		},
+		Action: run(e.reap),
+	})
+}
+
+// reapAction is what happens, or would, to one dead participant.
+type reapAction struct {
+	Row       row
+	Plan      string // reclaim or keep
+	Why       string // for keep
+	Reclaimed bool
+}
+
+// planReap mirrors the watchdog's rule: a dead participant is freed when
+// every ring it holds leases in was given (and repaired).
+func planReap(rows []row, rings *ringSet) []reapAction {
+	var out []reapAction
+	for _, r := range rows {
+		if r.Health != hDead {
+			continue
+		}
+		a := reapAction{Row: r, Plan: "reclaim"}
+		for _, l := range r.P.Leases {
+			if rings.lookup(l.Ring) == nil {
+				a.Plan, a.Why = "keep", fmt.Sprintf("lease in ring %016x, which was not given with --ring", l.Ring)
+				break
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// ringOutcome is one --ring: what its scan found before, and what its
+// repair did.
+type ringOutcome struct {
+	Ring     *ring
+	Orphans  map[transport.SlotProblem]int
+	Repaired *sched.RingRepair
+}
+
+type jsonReap struct {
+	Format     string       `json:"format"`
+	Path       string       `json:"path"`
+	Applied    bool         `json:"applied"`
+	StaleAfter float64      `json:"stale_after_seconds"`
+	Counts     counts       `json:"counts"`
+	Actions    []jsonAction `json:"actions"`
+	Rings      []jsonRing   `json:"rings"`
+	Problems   []string     `json:"problems"`
+}
+
+type jsonAction struct {
+	Participant jsonParticipant `json:"participant"`
+	Action      string          `json:"action"`
+	Why         string          `json:"why"`
+	Reclaimed   bool            `json:"reclaimed"`
+}
+
+type jsonRing struct {
+	Ring           string          `json:"ring"`
+	RingID         string          `json:"ring_id"`
+	OrphanedLeases int             `json:"orphaned_leases"`
+	OrphanedReads  int             `json:"orphaned_reads"`
+	OrphanedWrites int             `json:"orphaned_writes"`
+	Repair         *jsonRingRepair `json:"repair,omitempty"`
+}
+
+type jsonRingRepair struct {
+	DeadPeers       int    `json:"dead_peers"`
+	Requeued        int    `json:"requeued"`
+	RequeuedInPlace int    `json:"requeued_in_place"`
+	Abandoned       int    `json:"abandoned"`
+	Deferred        int    `json:"deferred"`
+	Corrupt         int    `json:"corrupt"`
+	Error           string `json:"error"`
+}
+
+func (e *env) reap(c *cli.Context) error {
+	path, err := e.pathArg(c)
+	if err != nil {
+		return err
+	}
+	stale, err := staleOf(c)
+	if err != nil {
+		return err
+	}
+	apply := c.Bool("apply")
+	hb, err := e.openTable(path, apply)
+	if err != nil {
+		return err
+	}
+	defer hb.Close()
+	rings, err := e.openRings(c.StringSlice("ring"), apply)
+	if err != nil {
+		return err
+	}
+	defer rings.Close()
+
+	// What each ring holds for dead owners, before anything is done.
+	outcomes := make([]ringOutcome, len(rings.list))
+	for i, r := range rings.list {
+		outcomes[i] = ringOutcome{Ring: r, Orphans: map[transport.SlotProblem]int{}}
+		var scan transport.ScanReport
+		if err := guard(r.Path, func() error { scan = r.handle.Scan(); return nil }); err != nil {
+			return err
+		}
+		for _, s := range scan.Slots {
+			outcomes[i].Orphans[s.Problem]++
+		}
+	}
+
+	wd := sched.NewWatchdog(hb, sched.WatchdogConfig{Stale: stale, Rings: rings.handles()})
+	var rep sched.WatchReport
+	if err := guard(hb.Path(), func() error { rep = wd.Scan(apply); return nil }); err != nil {
+		return err
+	}
+	actions := planReap(rowsOf(rep.Participants, stale, false), rings)
+	reclaimed := map[int]bool{}
+	for _, p := range rep.Reclaimed {
+		reclaimed[p.Slot] = true
+	}
+	for i := range actions {
+		actions[i].Reclaimed = reclaimed[actions[i].Row.P.Slot]
+	}
+	for _, rr := range rep.RingRepairs {
+		for i := range outcomes {
+			if outcomes[i].Ring.ID == rr.ID {
+				outcomes[i].Repaired = &rr
+			}
+		}
+	}
+	n := countOf(rep.Participants, stale)
+
+	if c.Bool("json") {
+		err = cliutil.WriteJSON(e.stdout, reapJSON(hb.Path(), apply, stale.Seconds(), n, actions, outcomes, rep.Problems, rings))
+	} else {
+		err = writeReapText(e.stdout, apply, n, actions, outcomes, rep.Problems, rings)
+	}
+	if err != nil {
+		return err
+	}
+	if !apply {
+		if len(actions) > 0 {
+			return cliutil.Problems("")
+		}
+		return nil
+	}
+	if len(rep.Problems) > 0 || len(rep.Reclaimed) < len(actions) {
+		return cliutil.Problems("")
+	}
+	return nil
+}
+
+func reapJSON(path string, apply bool, stale float64, n counts, actions []reapAction, outcomes []ringOutcome, problems []string, rings *ringSet) jsonReap {
+	j := jsonReap{Format: "hbdump.reap/1", Path: path, Applied: apply, StaleAfter: stale, Counts: n,
+		Actions: []jsonAction{}, Rings: []jsonRing{}, Problems: append([]string{}, problems...)}
+	for _, a := range actions {
+		j.Actions = append(j.Actions, jsonAction{Participant: participantJSON(a.Row, rings), Action: a.Plan, Why: a.Why, Reclaimed: a.Reclaimed})
+	}
+	for _, o := range outcomes {
+		jr := jsonRing{Ring: o.Ring.Path, RingID: fmt.Sprintf("%016x", o.Ring.ID),
+			OrphanedLeases: o.Orphans[transport.SlotOrphanedLease], OrphanedReads: o.Orphans[transport.SlotOrphanedRead],
+			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite]}
+		if rr := o.Repaired; rr != nil {
+			r := rr.Report
+			jr.Repair = &jsonRingRepair{DeadPeers: len(r.DeadPeers), Requeued: r.Requeued, RequeuedInPlace: r.RequeuedInPlace,
+				Abandoned: r.Abandoned, Deferred: r.Deferred, Corrupt: r.Corrupt, Error: rr.Err}
+		}
+		j.Rings = append(j.Rings, jr)
+	}
+	return j
+}
+
+func writeReapText(w io.Writer, apply bool, n counts, actions []reapAction, outcomes []ringOutcome, problems []string, rings *ringSet) error {
+	if !apply {
+		fmt.Fprintln(w, "dry run: nothing changed (--apply does it)")
+	}
+	if len(actions) == 0 {
+		fmt.Fprintf(w, "nothing to reap: %s\n", n)
+		return nil
+	}
+	last := "ACTION"
+	if apply {
+		last = "RESULT"
+	}
+	var cells [][]string
+	for _, a := range actions {
+		p := a.Row.P
+		cells = append(cells, []string{strconv.Itoa(p.Slot), strconv.FormatInt(int64(p.ID.PID), 10), printable(p.Label),
+			printable(a.Row.Reason), leasesCell(p, rings), actionText(a, apply)})
+	}
+	if err := cliutil.Table(w, []string{"SLOT", "PID", "LABEL", "REASON", "LEASES", last}, cells); err != nil {
+		return err
+	}
+	if len(outcomes) > 0 {
+		fmt.Fprintln(w)
+		header := []string{"RING", "ID", "ORPHANED LEASES", "ORPHANED READS", "ORPHANED WRITES"}
+		if apply {
+			header = append(header, "REQUEUED", "IN PLACE", "ABANDONED", "DEFERRED", "ERROR")
+		}
+		var rows [][]string
+		for _, o := range outcomes {
+			r := []string{o.Ring.Name, fmt.Sprintf("%016x", o.Ring.ID), strconv.Itoa(o.Orphans[transport.SlotOrphanedLease]),
+				strconv.Itoa(o.Orphans[transport.SlotOrphanedRead]), strconv.Itoa(o.Orphans[transport.SlotOrphanedWrite])}
+			if apply {
+				if rr := o.Repaired; rr != nil {
+					rep := rr.Report
+					r = append(r, strconv.Itoa(rep.Requeued), strconv.Itoa(rep.RequeuedInPlace), strconv.Itoa(rep.Abandoned),
+						strconv.Itoa(rep.Deferred), printable(rr.Err))
+				} else {
+					r = append(r, "", "", "", "", "not repaired")
+				}
+			}
+			rows = append(rows, r)
+		}
+		if err := cliutil.Table(w, header, rows); err != nil {
+			return err
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "problem: %s\n", printable(p))
+	}
+	done, keep := 0, 0
+	for _, a := range actions {
+		if a.Reclaimed {
+			done++
+		}
+		if a.Plan == "keep" {
+			keep++
+		}
+	}
+	left := fmt.Sprintf("%d alive and %d stale left alone", n.Alive, n.Stale)
+	if n.Corrupt > 0 {
+		left += fmt.Sprintf(", %d corrupt slot(s) left alone", n.Corrupt)
+	}
+	if apply {
+		fmt.Fprintf(w, "reclaimed %d of %d dead participant(s); %s\n", done, len(actions), left)
+	} else {
+		fmt.Fprintf(w, "%d dead participant(s): %d to reclaim, %d to keep; %s\n", len(actions), len(actions)-keep, keep, left)
+	}
+	return nil
+}
+
+func actionText(a reapAction, apply bool) string {
+	if apply {
+		if a.Reclaimed {
+			return "reclaimed"
+		}
+		return "kept"
+	}
+	if a.Plan == "keep" {
+		return "keep: " + a.Why
+	}
+	var parts []string
+	if k := len(a.Row.P.Leases); k > 0 {
+		parts = append(parts, fmt.Sprintf("requeue %d lease(s)", k))
+	}
+	return strings.Join(append(parts, "free the slot"), ", ")
+}
