@@ -36,11 +36,14 @@ type Participant struct {
 }
 
 // Health classifies a snapshot: "free", "dead" (proven), "stale" (alive
-// but not beating within stale; stale <= 0 disables it), or "alive".
+// but not beating within stale; stale <= 0 disables it), "alive", or
+// "corrupt" for a slot state the format does not define.
 func (p Participant) Health(stale time.Duration) string {
 	switch {
 	case p.State == "free":
 		return "free"
+	case p.State != "claiming" && p.State != "active" && p.State != "reclaiming":
+		return "corrupt"
 	case p.Verdict.Dead:
 		return "dead"
 	case p.State == "active" && stale > 0 && p.BeatAge > stale:

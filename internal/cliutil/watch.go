@@ -17,6 +17,9 @@ func Watch(ctx context.Context, w io.Writer, interval time.Duration, render func
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for frame := 0; ; frame++ {
+		if frame > 0 && ctx.Err() != nil {
+			return nil
+		}
 		out, err := render(frame)
 		if err != nil {
 			return err
