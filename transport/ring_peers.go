@@ -91,11 +91,12 @@ func (r *Ring) claimEntry(i, v uint64, gen uint32) bool {
 		if r.recoverWithoutPush(s, raw, sw) == recoveredDeferred {
 			// Leave it to Repair, which can push a copy.
 			e.ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerDead, Gen: gen, PID: uint32(self.PID)}.Pack())
+			r.deferred.Add(1)
 			return false
 		}
 	}
 	// A dead owner of this entry may have held the repair role.
-	r.repairLock.CompareAndSwap(uint64(stamp), 0)
+	r.repairLock.CompareAndSwap(lockValue(stamp, layout.UnpackPeer(v).Gen), 0)
 	active := layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: uint32(self.PID)}.Pack()
 	if !e.ctl.CompareAndSwap(claiming, active) {
 		// Only a repairer that proved our pid gone could change it:

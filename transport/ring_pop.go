@@ -197,6 +197,9 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			// The slot still holds an earlier lap's message being read or
 			// leased; nothing has been produced at this position yet.
 			if r.head.Load() == h {
+				if r.requeueDeferred() {
+					continue
+				}
 				return 0, sw, ErrEmpty
 			}
 
@@ -253,6 +256,7 @@ func (r *Ring) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 			}
 			n = copy(buf, r.payload(i, sw.Length))
 			if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+				r.wakeIfWaiting()
 				return n, int(sw.Deliveries), nil
 			}
 		}

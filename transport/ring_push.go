@@ -69,8 +69,11 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
 			// The slot still holds a lease or poison from an earlier lap.
 			// Skip ("burn") position t rather than stall behind it.
-			if burnedHere >= r.lay.Capacity {
-				return ErrFull // every slot is held
+			// Never run the tail more than a lap ahead of the head: a
+			// ring whose every slot is held would otherwise be burned
+			// round and round by each failed push.
+			if burnedHere >= r.lay.Capacity || t-r.head.Load() >= r.lay.Capacity {
+				return ErrFull
 			}
 			if err := sw.Validate(&r.lay); err != nil {
 				return r.corrupt(t, raw, err)
@@ -105,6 +108,17 @@ func (r *Ring) wakeConsumers() {
 	if r.notEmptyW.Swap(0) != 0 {
 		r.notEmptySeq.Add(1)
 		shm.FutexWake(r.notEmptySeq, -1)
+	}
+}
+
+// wakeIfWaiting wakes whichever side sleeps: after a repair or a slot
+// freed outside the usual paths, either may be waiting for it.
+func (r *Ring) wakeIfWaiting() {
+	if r.notEmptyW.Load() != 0 {
+		r.wakeConsumers()
+	}
+	if r.notFullW.Load() != 0 {
+		r.wakeProducers()
 	}
 }
 

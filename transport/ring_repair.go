@@ -141,7 +141,10 @@ func (r *Ring) Repair() (RepairReport, error) {
 	if !r.lockRepair() {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, r.Path())
 	}
-	defer r.repairLock.CompareAndSwap(uint64(r.self), 0)
+	defer r.repairLock.CompareAndSwap(lockValue(r.self, layout.UnpackPeer(r.selfCtl).Gen), 0)
+	// Consumers retry a repair while this is non-zero. Clear it now: a
+	// detach that defers leases after this point sets it again.
+	r.deferred.Store(0)
 
 	// 1. Prove deaths. An entry marked dead stays dead until its slots are
 	// repaired, so an interrupted repair is finished by the next one.
@@ -168,37 +171,54 @@ func (r *Ring) Repair() (RepairReport, error) {
 			rep.DeadPeers = append(rep.DeadPeers, ps)
 		}
 	}
-	// 2. Repair every slot a dead participant owns.
+	// 2. Repair every slot a dead participant owns. A message that found
+	// no room may find it after others were re-published in place (each
+	// moves the tail on), so passes repeat while they make progress.
 	keep := make([]bool, r.lay.Participants) // entries with deferred slots
-	for i := uint64(0); anyDead && i < r.lay.Capacity; i++ {
-		raw := r.slotWord(i).Load()
-		sw := layout.UnpackSlot(raw)
-		if err := sw.Validate(&r.lay); err != nil {
-			rep.Corrupt++
-			continue
+	for pass := 0; anyDead; pass++ {
+		progress := false
+		rep.Deferred = 0
+		clear(keep)
+		for i := uint64(0); i < r.lay.Capacity; i++ {
+			raw := r.slotWord(i).Load()
+			sw := layout.UnpackSlot(raw)
+			if err := sw.Validate(&r.lay); err != nil {
+				if pass == 0 {
+					rep.Corrupt++
+				}
+				continue
+			}
+			if sw.Owner == 0 || !dead[sw.Owner-1] {
+				continue
+			}
+			what, err := r.recoverSlot(i, raw, sw)
+			if err != nil {
+				return rep, err
+			}
+			switch what {
+			case recoveredAbandoned:
+				rep.Abandoned++
+				progress = true
+			case recoveredRequeued:
+				rep.Requeued++
+				progress = true
+			case recoveredInPlace:
+				rep.RequeuedInPlace++
+				progress = true
+			case recoveredDeferred:
+				rep.Deferred++
+				keep[sw.Owner-1] = true
+			}
 		}
-		if sw.Owner == 0 || !dead[sw.Owner-1] {
-			continue
-		}
-		what, err := r.recoverSlot(i, raw, sw)
-		if err != nil {
-			return rep, err
-		}
-		switch what {
-		case recoveredAbandoned:
-			rep.Abandoned++
-		case recoveredRequeued:
-			rep.Requeued++
-		case recoveredInPlace:
-			rep.RequeuedInPlace++
-		case recoveredDeferred:
-			rep.Deferred++
-			keep[sw.Owner-1] = true
+		if rep.Deferred == 0 || !progress || uint64(pass) >= r.lay.Capacity {
+			break
 		}
 	}
 	// Consumers that find the ring empty retry a repair while this is
 	// non-zero: the deferred messages are requeued once there is room.
-	r.deferred.Store(uint64(rep.Deferred))
+	if rep.Deferred > 0 {
+		r.deferred.Add(uint64(rep.Deferred))
+	}
 	// 3. Free the entries no slot refers to any more.
 	for i := uint64(0); i < r.lay.Participants; i++ {
 		if !dead[i] || keep[i] {
@@ -218,30 +238,37 @@ func (r *Ring) Repair() (RepairReport, error) {
 	return rep, nil
 }
 
-// lockRepair takes the repairer role, replacing a holder proven dead.
+// lockValue is the repair lock word of a holder: its entry's stamp and the
+// entry's generation. The generation makes takeover exact: a lock naming
+// an entry that has since been freed and taken again is not that entry's
+// new owner's lock.
+func lockValue(stamp uint16, gen uint32) uint64 { return uint64(stamp) | uint64(gen&0xffffff)<<16 }
+
+// lockRepair takes the repairer role, replacing a holder proven dead (or
+// whose entry has since been reused, which happens only after its death).
 func (r *Ring) lockRepair() bool {
+	mine := lockValue(r.self, layout.UnpackPeer(r.selfCtl).Gen)
 	for {
 		v := r.repairLock.Load()
 		if v == 0 {
-			if r.repairLock.CompareAndSwap(0, uint64(r.self)) {
+			if r.repairLock.CompareAndSwap(0, mine) {
 				return true
 			}
 			continue
 		}
-		if v == uint64(r.self) {
+		if v == mine {
 			return false // this handle is already repairing (re-entry)
 		}
-		if v > r.lay.Participants {
-			// Corrupt holder: nobody can own it.
-			if r.repairLock.CompareAndSwap(v, uint64(r.self)) {
-				return true
+		stamp, gen := uint64(v&0xffff), uint32(v>>16)
+		if stamp != 0 && stamp <= r.lay.Participants && v>>40 == 0 {
+			ps, ctl := r.peerStatus(stamp - 1)
+			if layout.UnpackPeer(ctl).Gen == gen && !ps.Dead {
+				return false // a live repairer holds it
 			}
-			continue
 		}
-		if ps, _ := r.peerStatus(v - 1); !ps.Dead {
-			return false
-		}
-		if r.repairLock.CompareAndSwap(v, uint64(r.self)) {
+		// Corrupt, dead, or an entry reused since: take over, but only
+		// from the exact word judged.
+		if r.repairLock.CompareAndSwap(v, mine) {
 			return true
 		}
 	}
@@ -296,9 +323,9 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 //
 //   - a half-written slot is released (its lap moves on; producers and
 //     consumers step past the position);
-//   - a message being read is re-published in its own slot one lap on, but
-//     only when the tail is exactly at that position, i.e. this slot is
-//     what stops the producers: then it is the very next message, in order;
+//   - a message being read or leased is re-published in its own slot one
+//     lap on, but only when the tail is exactly at that position (the slot
+//     is what producers reach next): then it is the very next message;
 //   - anything else is deferred: re-publishing a message at a position the
 //     tail has not reached would hide it until the ring wraps.
 func (r *Ring) recoverWithoutPush(i, raw uint64, sw layout.SlotWord) recovered {
@@ -308,25 +335,26 @@ func (r *Ring) recoverWithoutPush(i, raw uint64, sw layout.SlotWord) recovered {
 	case layout.SlotWriting:
 		if w.CompareAndSwap(raw, layout.SlotWord{Lap: next}.Pack()) {
 			r.abandoned.Add(1)
+			r.wakeIfWaiting()
 			return recoveredAbandoned
 		}
 		return recoveredNothing
-	case layout.SlotReading:
+	case layout.SlotReading, layout.SlotLeased:
+		// The tail cannot pass a reading slot, and passes a leased one
+		// only by burning it (which moves its lap, failing the CAS): so
+		// "tail exactly at the next position" holds until the CAS.
 		t := r.tail.Load()
 		if t&r.mask != i || r.lay.LapOf(t) != next {
 			return recoveredDeferred
 		}
 		ready := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}
 		if w.CompareAndSwap(raw, ready.Pack()) {
+			r.tail.CompareAndSwap(t, t+1) // position t is taken now
 			r.requeued.Add(1)
-			if r.notEmptyW.Load() != 0 {
-				r.wakeConsumers()
-			}
+			r.wakeIfWaiting()
 			return recoveredInPlace
 		}
 		return recoveredNothing
-	case layout.SlotLeased:
-		return recoveredDeferred
 	}
 	return recoveredNothing
 }

@@ -80,6 +80,7 @@ func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic
 			stop()
 		}
 	}()
+	var st stuck
 	for attempt := 0; ; attempt++ {
 		if try() {
 			return nil
@@ -93,7 +94,7 @@ func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic
 		if stop == nil {
 			stop = r.wakeOnDone(ctx, seq)
 		}
-		if done, err := r.sleep(ctx, seq, flag, try, blocker); done || err != nil {
+		if done, err := r.sleep(ctx, seq, flag, try, blocker, &st); done || err != nil {
 			return err
 		}
 	}
@@ -111,12 +112,22 @@ func backoff(attempt int) bool {
 	return false
 }
 
+// stuck remembers the owned slot a blocked call has been waiting behind,
+// and since when: wake-ups must not reset the clock, or a stream of
+// pushes behind a dead writer would keep its slot from ever being healed.
+type stuck struct {
+	idx, raw uint64
+	since    time.Time
+}
+
 // sleep announces a sleeper, re-checks with retry (which performs the
 // operation: done is true if it got through), and sleeps on seq until
-// woken, ctx ends, or, when the slot in the way belongs to a process that
-// might be dead, a check interval passes. It returns ctx's error or a
-// futex failure, and neither to make the caller try again.
-func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64)) (done bool, err error) {
+// woken or ctx ends. When the slot in the way is owned by a writer or
+// reader, the wait is bounded so that after stuckCheckInterval behind the
+// same word the owner is judged, and the ring repaired on proof of death.
+// It returns ctx's error or a futex failure, and neither to make the
+// caller try again.
+func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64), st *stuck) (done bool, err error) {
 	s := seq.Load()
 	flag.Store(1)
 	if retry() {
@@ -132,21 +143,26 @@ func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func()
 			return false, context.DeadlineExceeded
 		}
 	}
-	// A slot owned by a writer or reader in the way may belong to a dead
-	// process: look again after an interval, and repair on proof of death.
-	idx, raw := blocker()
-	owned := isOwned(raw)
-	if owned && (timeout < 0 || timeout > stuckCheckInterval) {
-		timeout = stuckCheckInterval
+	if idx, raw := blocker(); isOwned(raw) {
+		now := time.Now()
+		if st.since.IsZero() || st.idx != idx || st.raw != raw {
+			*st = stuck{idx: idx, raw: raw, since: now}
+		}
+		left := stuckCheckInterval - now.Sub(st.since)
+		if left <= 0 {
+			st.since = now
+			r.healSlot(idx, raw)
+			return false, nil
+		}
+		if timeout < 0 || timeout > left {
+			timeout = left
+		}
+	} else {
+		*st = stuck{}
 	}
 	err = shm.FutexWait(seq, s, timeout)
 	if cerr := ctx.Err(); cerr != nil {
 		return false, cerr
-	}
-	if err == shm.ErrTimeout && owned {
-		if _, now := blocker(); now == raw {
-			r.healSlot(idx, raw)
-		}
 	}
 	if err != nil && err != shm.ErrTimeout {
 		return false, err
