@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+func createCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "create a ring",
+		ArgsUsage: "PATH --capacity N [--slot-size B] [--mode 0600]",
+		Flags: []cli.Flag{
+			&cli.Uint64Flag{Name: "capacity", Usage: "slots, a power of two from 2 to 16777216 (required)"},
+			&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "bytes per slot, a multiple of 64; a message holds 8 bytes less"},
+			&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: "size of the participant table, 1 to 1023"},
+			&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
+			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"},
+		},
+		Action: withPath(runCreate),
+	}
+}
+
+func runCreate(c *cli.Context, path string) error {
+	if !c.IsSet("capacity") {
+		return cliutil.Usage("create: --capacity is required")
+	}
+	cfg := transport.RingConfig{
+		Capacity: c.Uint64("capacity"), SlotSize: uint32(c.Uint("slot-size")),
+		Participants: uint32(c.Uint("participants")), DeliveryLimit: uint32(c.Uint("delivery-limit")),
+	}
+	g := layout.RingGeometry(cfg.Capacity, cfg.SlotSize, cfg.Participants, cfg.DeliveryLimit)
+	for _, name := range []string{"slot-size", "participants", "delivery-limit"} {
+		if v := c.Uint(name); v > math.MaxUint32 {
+			return cliutil.Usage("create: --%s %d is out of range", name, v)
+		}
+	}
+	if _, err := layout.NewRingLayout(g); err != nil {
+		return cliutil.Usage("create: %v", err)
+	}
+	mode, err := parseMode(c.String("mode"))
+	if err != nil {
+		return cliutil.Usage("create: --mode: %v", err)
+	}
+	r, err := transport.CreateRing(path, cfg, shm.WithMode(os.FileMode(mode)))
+	if err != nil {
+		return fileErr(path, err)
+	}
+	l, _ := ringLayout(path, r.Header())
+	fmt.Fprintf(c.App.Writer, "created %s: %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes, mode %#o\n",
+		path, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, r.Header().FileSize, mode)
+	return fileErr(path, r.Close())
+}

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// Heartbeat tables that drain --heartbeat creates when missing.
+const (
+	defaultHBCapacity = 64
+	defaultHBLeases   = 16
+	beatInterval      = 100 * time.Millisecond
+	hbLabel           = "ringctl drain"
+)
+
+func drainCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "drain",
+		Usage: "take messages and print them one per line, or hand each to a command",
+		Description: "Without --follow, drain stops when the ring is empty (exit 0, also when it was empty to\n" +
+			"begin with); with --follow it waits for more until Ctrl-C (exit 0). Each message is taken\n" +
+			"with a lease. Without --lease the lease is acked as soon as the message is copied out, so it\n" +
+			"is gone from the ring before it is printed, as with a pop. With --lease it is acked only once\n" +
+			"handled: printed, or with --exec once `sh -c CMD`, given the message on its standard input,\n" +
+			"exits 0; a command that fails has its message released for redelivery (one line on stderr)\n" +
+			"and drain exits 1 at the end. A drain --lease killed at any moment loses nothing: ringctl\n" +
+			"repair brings back what it held. --exec and --heartbeat imply --lease. With --exec, messages\n" +
+			"are printed (after their command succeeded) only if --format is given. The command's output\n" +
+			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n" +
+			"--poisoned takes the messages set aside as poison instead (their position is not known).",
+		ArgsUsage: "PATH [--max N] [--format text|hex|json] [--follow] [--lease [--heartbeat HB] [--exec CMD]] [--poisoned]",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text (the payload as is), hex, or json ({\"pos\",\"len\",\"deliveries\",\"data_hex\"})"},
+			&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
+			&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled"},
+			&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (created if missing), recording each lease"},
+			&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
+			&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
+			allowMode(),
+		},
+		Action: withPath(runDrain),
+	}
+}
+
+// drainedJSON is one line of drain --format json.
+type drainedJSON struct {
+	Pos        *uint64 `json:"pos"`
+	Len        int     `json:"len"`
+	Deliveries int     `json:"deliveries"`
+	DataHex    string  `json:"data_hex"`
+}
+
+type drainer struct {
+	ring    *transport.Ring
+	lay     layout.RingLayout
+	path    string
+	out     io.Writer
+	errOut  io.Writer
+	format  string
+	print   bool // print each message
+	lease   bool // ack only after handling
+	cmd     string
+	member  *sched.Member
+	failed  int // messages whose command failed
+	handled int
+}
+
+func runDrain(c *cli.Context, path string) error {
+	d := &drainer{path: path, out: c.App.Writer, errOut: c.App.ErrWriter, format: c.String("format"), print: true,
+		lease: c.Bool("lease") || c.IsSet("exec") || c.IsSet("heartbeat"), cmd: c.String("exec")}
+	if d.errOut == nil {
+		d.errOut = os.Stderr
+	}
+	switch d.format {
+	case "text", "hex", "json":
+	default:
+		return cliutil.Usage("drain: --format %q: want text, hex or json", d.format)
+	}
+	if c.IsSet("exec") {
+		if d.cmd == "" {
+			return cliutil.Usage("drain: --exec needs a command")
+		}
+		d.print = c.IsSet("format")
+	}
+	if c.Int("max") < 0 {
+		return cliutil.Usage("drain: --max must not be negative")
+	}
+	if c.Bool("poisoned") && (d.lease || c.Bool("follow")) {
+		return cliutil.Usage("drain: --poisoned excludes --lease, --exec, --heartbeat and --follow")
+	}
+	// A reader that goes away (drain | head) makes writes fail with EPIPE
+	// instead of killing drain with SIGPIPE while it holds a lease.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	r, err := openAttached(c, path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	d.ring = r
+	if d.lay, err = ringLayout(path, r.Header()); err != nil {
+		return err
+	}
+	if c.Bool("poisoned") {
+		err = d.poisoned(c.Context, c.Int("max"))
+	} else {
+		if hb := c.String("heartbeat"); hb != "" {
+			stop, err := d.register(c, shm.Resolve(hb))
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		err = d.run(c.Context, c.Int("max"), c.Bool("follow"))
+	}
+	if errors.Is(err, errOutputClosed) {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.Close(); err != nil {
+		return fileErr(path, err)
+	}
+	if d.failed > 0 {
+		return fileErr(path, fmt.Errorf("the command failed for %s; released for redelivery", plural(d.failed, "message", "messages")))
+	}
+	return nil
+}
+
+// errOutputClosed ends a drain whose reader went away; the message in hand
+// was released.
+var errOutputClosed = errors.New("output closed")
+
+// run takes messages until the ring is empty (or, following, until ctx
+// ends), or max are handled.
+func (d *drainer) run(ctx context.Context, max int, follow bool) error {
+	for max == 0 || d.handled < max {
+		if ctx.Err() != nil {
+			return nil
+		}
+		var l transport.Lease
+		var err error
+		if follow {
+			l, err = d.ring.Claim(ctx)
+		} else {
+			l, err = d.ring.TryClaim()
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, transport.ErrEmpty), ctx.Err() != nil:
+			return nil
+		default:
+			return fileErr(d.path, err)
+		}
+		if err := d.handle(l); err != nil {
+			return err
+		}
+		d.handled++
+	}
+	return nil
+}
+
+// handle deals with one lease. Plain drain: ack, then print. --lease:
+// the message is handled (printed, or run through the command) and then
+// acked, or released if its command fails or it cannot be printed. With
+// --exec the command is the handling: a message is acked once its command
+// succeeded, before it is printed (if --format asks).
+func (d *drainer) handle(l transport.Lease) error {
+	data := bytes.Clone(l.Data()) // the lease aliases the mapping until Ack
+	pos := position(&d.lay, l.Slot(), l.Lap(), d.ring.Counters().Head)
+	if !d.lease {
+		if err := d.ring.Ack(l); err != nil {
+			return fileErr(d.path, err)
+		}
+		err := d.emit(&pos, data, l.Deliveries)
+		if errors.Is(err, syscall.EPIPE) {
+			return fileErr(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (use --lease with a reader that may stop early)", pos))
+		}
+		return err
+	}
+	if d.member != nil {
+		ref, err := d.member.RecordLease(d.ring.ID(), l.Slot(), l.Lap(), l.Deliveries)
+		if err != nil {
+			return errors.Join(fileErr(d.path, err), d.release(l))
+		}
+		defer d.member.ClearLease(ref)
+	}
+	if d.cmd == "" {
+		if err := d.emit(&pos, data, l.Deliveries); err != nil {
+			if rerr := d.release(l); rerr != nil || !errors.Is(err, syscall.EPIPE) {
+				return errors.Join(err, rerr)
+			}
+			return errOutputClosed // released: the next reader gets it
+		}
+		return fileErr(d.path, d.ring.Ack(l))
+	}
+	ok, err := d.exec(data, pos, l.Deliveries)
+	switch {
+	case err != nil:
+		return errors.Join(err, d.release(l))
+	case !ok:
+		d.failed++
+		return d.release(l)
+	}
+	if err := d.ring.Ack(l); err != nil {
+		return fileErr(d.path, err)
+	}
+	if !d.print {
+		return nil
+	}
+	if err = d.emit(&pos, data, l.Deliveries); errors.Is(err, syscall.EPIPE) {
+		return errOutputClosed
+	}
+	return err
+}
+
+func (d *drainer) release(l transport.Lease) error {
+	return fileErr(d.path, d.ring.Release(l))
+}
+
+// exec runs the command on one message. ok is false when it ran and
+// failed; err is set when it could not be run at all.
+func (d *drainer) exec(data []byte, pos uint64, deliveries int) (ok bool, err error) {
+	cmd := exec.Command("sh", "-c", d.cmd)
+	stdin, err := messageFile(data)
+	if err != nil {
+		return false, fmt.Errorf("--exec: %w", err)
+	}
+	defer stdin.Close()
+	cmd.Stdin = stdin
+	cmd.Stdout, cmd.Stderr = d.out, d.errOut
+	cmd.Env = append(os.Environ(), "RINGCTL_RING="+d.path, "RINGCTL_POS="+strconv.FormatUint(pos, 10),
+		"RINGCTL_DELIVERIES="+strconv.Itoa(deliveries))
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ee):
+		fmt.Fprintf(d.errOut, "ringctl: %s: message at position %d (delivery %d of %d): command failed (%s); released for redelivery\n",
+			d.path, pos, deliveries, d.lay.DeliveryLimit, ee.ProcessState)
+		return false, nil
+	}
+	return false, fmt.Errorf("--exec: %w", err)
+}
+
+// messageFile holds a message in an anonymous memory file, rewound, for a
+// command's standard input: the command gets the whole message (seekable)
+// even if drain dies while it runs, which a pipe fed by drain would not
+// guarantee.
+func messageFile(data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("ringctl-message", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "ringctl-message")
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// emit prints one message in the chosen format.
+func (d *drainer) emit(pos *uint64, data []byte, deliveries int) error {
+	var line []byte
+	switch d.format {
+	case "text":
+		line = append(data, '\n')
+	case "hex":
+		line = append([]byte(hex.EncodeToString(data)), '\n')
+	case "json":
+		b, err := json.Marshal(drainedJSON{Pos: pos, Len: len(data), Deliveries: deliveries, DataHex: hex.EncodeToString(data)})
+		if err != nil {
+			return err
+		}
+		line = append(b, '\n')
+	}
+	_, err := d.out.Write(line)
+	return err
+}
+
+// poisoned takes the poisoned messages out of the ring and prints them.
+func (d *drainer) poisoned(ctx context.Context, max int) error {
+	buf := make([]byte, d.ring.MaxPayload())
+	for ; max == 0 || d.handled < max; d.handled++ {
+		if ctx.Err() != nil {
+			return nil
+		}
+		n, deliveries, err := d.ring.TakePoisoned(buf)
+		switch {
+		case errors.Is(err, transport.ErrEmpty):
+			return nil
+		case err != nil:
+			return fileErr(d.path, err)
+		}
+		if err := d.emit(nil, buf[:n], deliveries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// register joins heartbeat table hb (creating it if missing) and beats
+// every beatInterval until the returned stop is called, which unregisters.
+func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
+	opts, err := openOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	t, err := sched.OpenHeartbeat(hb, opts...)
+	if errors.Is(err, shm.ErrNotExist) {
+		t, _, err = sched.OpenOrCreateHeartbeat(hb, sched.HeartbeatConfig{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
+	}
+	if err != nil {
+		return nil, fileErr(hb, err)
+	}
+	m, err := t.Register(hbLabel)
+	if err != nil {
+		t.Close()
+		return nil, fileErr(hb, err)
+	}
+	d.member = m
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(beatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				m.Beat()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		if err := m.Unregister(); err != nil {
+			fmt.Fprintf(d.errOut, "ringctl: %v\n", fileErr(hb, err))
+		}
+		t.Close()
+	}, nil
+}

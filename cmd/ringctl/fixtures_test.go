@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// The checked-in fixtures under testdata/ are small files built with the
+// library and then damaged byte by byte. Their volatile header fields
+// (creation time, creator) are fixed, and participant entries the library
+// left behind are cleared, so every golden output is stable:
+//
+//	go test ./cmd/ringctl -run TestFixtures -update
+//
+// rewrites them (and fails without -update when they are out of date).
+
+// Fixed header fields of every fixture.
+var (
+	fixtureCreated = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
+	fixtureCreator = layout.Creator{PID: 4242, StartTicks: 123456,
+		BootID: [16]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}}
+)
+
+// deadPID is never a live pid: Linux pids stop at 2^22.
+const deadPID = 2147483646
+
+// Fixture ring geometry: 8 slots of 64 bytes, 4 participants, limit 5.
+var fixtureRing = transport.RingConfig{Capacity: 8, SlotSize: 64, Participants: 4, DeliveryLimit: 5}
+
+// makeFixtures builds every fixture in memory.
+func makeFixtures(t testing.TB) map[string][]byte {
+	dir := t.TempDir()
+	ring := buildRing(t, dir)
+	l, err := layout.NewRingLayout(layout.RingGeometry(8, 64, 4, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) }
+	entry := func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) }
+	area := func(off uint64) uint64 { return layout.HeaderSize + off }
+	le := binary.LittleEndian
+	fx := map[string][]byte{"ring.shm": ring}
+
+	// Not a shmkit file: an ELF magic where shmkit's should be.
+	b := bytes.Clone(ring)
+	copy(b, "\x7fELF\x02\x01\x01\x00")
+	fx["badmagic.shm"] = b
+
+	// A file of format 2.0, with a valid checksum: a newer major version.
+	b = bytes.Clone(ring)
+	le.PutUint16(b[layout.OffMajor:], 2)
+	le.PutUint32(b[layout.OffChecksum:], layout.Checksum(b))
+	fx["newversion.shm"] = b
+
+	// Cut short: the header declares 1344 bytes.
+	fx["truncated.shm"] = bytes.Clone(ring[:1000])
+
+	// Slot 1 holds "two": claim it holds 1000 bytes in a 64-byte slot.
+	b = bytes.Clone(ring)
+	le.PutUint64(b[slot(1):], layout.SlotWord{State: layout.SlotReady, Length: 1000}.Pack())
+	fx["badlength.shm"] = b
+
+	// Slot 0's "one" leased by participant 0, whose process is dead: the
+	// entry names pid 2147483646 (boot tag 0, so only the pid proves it).
+	b = bytes.Clone(ring)
+	le.PutUint64(b[slot(0):], layout.SlotWord{State: layout.SlotLeased, Deliveries: 1, Owner: 1, Length: 3}.Pack())
+	le.PutUint64(b[area(layout.RingOffPopped):], 0)
+	le.PutUint64(b[area(layout.RingOffClaimed):], 1)
+	le.PutUint64(b[entry(0):], layout.PeerCtl{State: layout.PeerActive, Gen: 1, PID: deadPID}.Pack())
+	le.PutUint64(b[entry(0)+8:], 987654)                                     // start ticks
+	le.PutUint64(b[entry(0)+16:], 0)                                         // boot tag
+	le.PutUint64(b[entry(0)+24:], uint64(fixtureCreated+int64(time.Second))) // attached
+	fx["orphaned.shm"] = b
+
+	// A heartbeat table whose slot 1 is the same dead process, registered
+	// as "worker-1" and recording its lease on slot 0 of the ring above.
+	b = buildHeartbeat(t, dir)
+	hl, err := layout.NewHeartbeatLayout(layout.HeartbeatGeometry(2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ringID, _ := layout.FileID(ring)
+	s1 := layout.HeaderSize + hl.SlotOff(1)
+	le.PutUint64(b[s1+layout.HBSlotCtl:], layout.PeerCtl{State: layout.HBActive, PID: deadPID}.Pack())
+	le.PutUint64(b[s1+layout.HBSlotStart:], 987654)
+	le.PutUint64(b[s1+layout.HBSlotBeat:], 1)
+	le.PutUint64(b[s1+layout.HBSlotRegistered:], uint64(fixtureCreated+2*int64(time.Second)))
+	copy(b[s1+layout.HBSlotLabel:], "worker-1")
+	l0 := layout.HeaderSize + hl.LeaseOff(1, 0)
+	le.PutUint32(b[l0+layout.HBLeaseVersion:], 2)
+	le.PutUint32(b[l0+layout.HBLeaseDeliveries:], 1)
+	le.PutUint64(b[l0+layout.HBLeaseRing:], ringID)
+	le.PutUint64(b[l0+layout.HBLeasePos:], 0) // slot 0, lap 0
+	le.PutUint64(b[l0+layout.HBLeaseClaimed:], 1)
+	le.PutUint64(b[layout.HeaderSize+layout.HBOffRegistered:], 1)
+	fx["heartbeat.shm"] = b
+	return fx
+}
+
+// buildRing makes the base ring: "one", "two" and "three" pushed, "one"
+// popped, the pushing handle closed.
+func buildRing(t testing.TB, dir string) []byte {
+	path := filepath.Join(dir, "gen-ring")
+	r, err := transport.CreateRing(path, fixtureRing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two", "three"} {
+		if err := r.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.TryPop(make([]byte, r.MaxPayload())); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := readFixed(t, path)
+	l, _ := layout.NewRingLayout(layout.RingGeometry(8, 64, 4, 5))
+	for i := uint64(0); i < l.Participants; i++ { // what the closed handle's entry kept
+		off := layout.HeaderSize + l.ParticipantOff(i)
+		clear(b[off+8 : off+layout.RingParticipantSize])
+	}
+	return b
+}
+
+func buildHeartbeat(t testing.TB, dir string) []byte {
+	path := filepath.Join(dir, "gen-hb")
+	hb, err := sched.CreateHeartbeat(path, sched.HeartbeatConfig{Capacity: 2, Leases: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb.Close()
+	return readFixed(t, path)
+}
+
+// readFixed reads a file and fixes its header's creation time and creator.
+func readFixed(t testing.TB, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := layout.DecodeFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.CreatedNano, h.Creator = fixtureCreated, fixtureCreator
+	if err := h.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFixtures(t *testing.T) {
+	fx := makeFixtures(t)
+	names := make([]string, 0, len(fx))
+	for name := range fx {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, fx[name], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, fx[name]) {
+			t.Errorf("testdata/%s is out of date (%v): run go test ./cmd/ringctl -run TestFixtures -update", name, err)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// goldenCases run the binary over the fixtures as a user would; each
+// output (exit code, stdout, stderr, with the fixture directory shown as
+// $DIR) is compared with testdata/NAME.golden. -update rewrites them.
+var goldenCases = []struct {
+	name string
+	args string // $DIR is the directory holding copies of the fixtures
+}{
+	{"help", "--help"},
+	{"inspect-ring", "inspect $DIR/ring.shm"},
+	{"inspect-ring-json", "inspect $DIR/ring.shm --json"},
+	{"inspect-orphaned-slots", "inspect $DIR/orphaned.shm --slots"},
+	{"inspect-orphaned-json", "inspect --json $DIR/orphaned.shm --slots"},
+	{"inspect-badlength-slots", "inspect $DIR/badlength.shm --slots"},
+	{"inspect-badmagic", "inspect $DIR/badmagic.shm"},
+	{"inspect-newversion", "inspect $DIR/newversion.shm"},
+	{"inspect-truncated", "inspect $DIR/truncated.shm"},
+	{"inspect-heartbeat", "inspect $DIR/heartbeat.shm"},
+	{"inspect-missing", "inspect $DIR/missing.shm"},
+	{"verify-ring", "verify $DIR/ring.shm"},
+	{"verify-ring-json", "verify $DIR/ring.shm --json"},
+	{"verify-badlength", "verify $DIR/badlength.shm"},
+	{"verify-orphaned", "verify $DIR/orphaned.shm"},
+	{"verify-orphaned-json", "verify $DIR/orphaned.shm --json"},
+	{"verify-badmagic", "verify $DIR/badmagic.shm"},
+	{"verify-truncated", "verify $DIR/truncated.shm"},
+	{"hexdump-ring", "hexdump $DIR/ring.shm"},
+	{"hexdump-ring-header", "hexdump $DIR/ring.shm --header"},
+	{"hexdump-ring-slot", "hexdump $DIR/ring.shm --slot 1"},
+	{"hexdump-ring-range", "hexdump $DIR/ring.shm --range 0x2c0:0x34a"},
+	{"hexdump-orphaned-participant", "hexdump $DIR/orphaned.shm --range 704:736"},
+	{"hexdump-heartbeat", "hexdump $DIR/heartbeat.shm"},
+	{"hexdump-heartbeat-member", "hexdump $DIR/heartbeat.shm --range 0x1c0:0x240"},
+	{"hexdump-badmagic", "hexdump $DIR/badmagic.shm --header"},
+	{"hexdump-newversion", "hexdump $DIR/newversion.shm --range :64"},
+	{"hexdump-truncated", "hexdump $DIR/truncated.shm"},
+	{"hexdump-heartbeat-slot", "hexdump $DIR/heartbeat.shm --slot 0"},
+	{"hexdump-badmagic-slot", "hexdump $DIR/badmagic.shm --slot 0"},
+	{"repair-ring", "repair $DIR/ring.shm"},
+	{"repair-orphaned", "repair $DIR/orphaned.shm"},
+	{"repair-orphaned-json", "repair $DIR/orphaned.shm --json"},
+	{"repair-badlength", "repair $DIR/badlength.shm"},
+	{"repair-orphaned-heartbeat", "repair $DIR/orphaned.shm --heartbeat $DIR/heartbeat.shm"},
+	{"repair-orphaned-heartbeat-json", "repair $DIR/orphaned.shm --heartbeat $DIR/heartbeat.shm --json"},
+	{"repair-ring-heartbeat", "repair $DIR/ring.shm --heartbeat $DIR/heartbeat.shm"},
+	{"usage-backup-without-apply", "repair $DIR/orphaned.shm --no-backup"},
+	{"usage-no-path", "inspect"},
+	{"usage-extra-arg", "inspect $DIR/ring.shm $DIR/orphaned.shm"},
+	{"usage-unknown-flag", "verify $DIR/ring.shm --nope"},
+	{"usage-exclusive", "hexdump $DIR/ring.shm --header --slot 1"},
+	{"usage-bad-range", "hexdump $DIR/ring.shm --range 9:3"},
+	{"usage-unknown-command", "frobnicate $DIR/ring.shm"},
+	{"usage-create-capacity", "create $DIR/new.shm --capacity 7"},
+}
+
+func TestGolden(t *testing.T) {
+	dir := fixtureDir(t)
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := strings.Fields(strings.ReplaceAll(tc.args, "$DIR", dir))
+			r := run(t, "", args...)
+			got := fmt.Sprintf("$ ringctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.args, r.code, r.stdout, r.stderr)
+			got = strings.ReplaceAll(got, dir, "$DIR")
+			path := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+			}
+			if r.code != 0 && r.code != 1 && strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("exit %d with %d lines on stderr, want one", r.code, strings.Count(r.stderr, "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// readyWait bounds how long an open waits for a file whose ready word is not
+// set. shmkit's own Create renames a file into place only once it is ready,
+// so for an inspector a file that is not ready is damaged (or being made in
+// place by another tool): a short wait is enough. Tests set it to 0.
+var readyWait = 250 * time.Millisecond
+
+// fileError is a one-line error about a file, "PATH: cause", that keeps the
+// library's error underneath so that cliutil.Code still maps it to its exit
+// code (errors.Is sees through it).
+type fileError struct {
+	path, msg string
+	err       error
+}
+
+func (e *fileError) Error() string { return e.path + ": " + e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// fileErr words err as "PATH: cause": the path once, at the front, and the
+// cause without the library's package prefixes ("layout: ", "shm: ", ...)
+// or repeated phrases. The chain is kept for errors.Is.
+func fileErr(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fileError
+	var ee *cliutil.ExitError
+	if errors.As(err, &fe) || errors.As(err, &ee) {
+		return err
+	}
+	return &fileError{path: path, msg: cause(path, err), err: err}
+}
+
+// cause is err's message about path, without the path itself, package
+// prefixes, or a phrase repeated by wrapping.
+func cause(path string, err error) string {
+	msg := err.Error()
+	if pe, ok := err.(*shm.PathError); ok {
+		if pe.Path != "" {
+			path = pe.Path
+		}
+		msg = pe.Err.Error()
+	}
+	msg = strip(strings.ReplaceAll(msg, path+": ", ""))
+	var out []string
+	for _, p := range strings.Split(msg, ": ") {
+		if len(out) > 0 && out[len(out)-1] == p {
+			continue // "file does not exist: file does not exist"
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
+}
+
+// strip removes the library's package prefixes from a message.
+func strip(msg string) string {
+	for _, p := range []string{"layout: ", "shm: ", "transport: ", "sched: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// guard runs fn under shm.Guard: a memory fault (the file truncated under
+// the mapping) becomes an error naming the path, exit code 3, instead of a
+// crash. fn must do every read of a mapping it was given.
+func guard(path string, fn func() error) error {
+	err := shm.Guard(fn)
+	if errors.Is(err, shm.ErrFault) {
+		return fileErr(path, &shm.PathError{Op: "read", Path: path, Err: err})
+	}
+	return err
+}
+
+// openOptions are the shm options every open uses: the mode allowance of
+// --allow-mode and the short ready wait.
+func openOptions(c *cli.Context) ([]shm.Option, error) {
+	mode, err := parseMode(c.String("allow-mode"))
+	if err != nil {
+		return nil, cliutil.Usage("--allow-mode: %v", err)
+	}
+	return []shm.Option{shm.WithMode(os.FileMode(mode)), shm.WithReadyTimeout(readyWait)}, nil
+}
+
+func parseMode(s string) (uint32, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal permission mode such as 0600", s)
+	}
+	return uint32(m), nil
+}
+
+// openView maps a ring read-only without attaching to it: for inspectors.
+func openView(c *cli.Context, path string) (*transport.Ring, error) {
+	opts, err := openOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	r, err := transport.OpenRingReadOnly(path, opts...)
+	return r, fileErr(path, err)
+}
+
+// openViewBytes is openView plus a second read-only mapping of the same
+// file, for the raw words the ring's handle does not expose (reserved
+// bytes, participant control words, the repair lock). The two mappings are
+// checked to be of one file.
+func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, error) {
+	r, err := openView(c, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, _ := openOptions(c) // openView parsed them already
+	reg, err := shm.Open(path, layout.KindRing, append(opts, shm.ReadOnly())...)
+	if err != nil {
+		r.Close()
+		return nil, nil, fileErr(path, err)
+	}
+	h1, h2 := reg.Header(), r.Header()
+	h1.Generation, h2.Generation = 0, 0 // the one mutable word
+	if h1 != h2 {
+		r.Close()
+		reg.Close()
+		return nil, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
+	}
+	return r, reg, nil
+}
+
+// openAttached opens a ring read-write and attaches to it as a participant:
+// for the commands that push, pop or repair.
+func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
+	opts, err := openOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	r, err := transport.OpenRing(path, opts...)
+	return r, fileErr(path, err)
+}
+
+// ringLayout derives the ring's offsets from its (validated) header.
+func ringLayout(path string, h layout.Header) (layout.RingLayout, error) {
+	l, err := layout.NewRingLayout(h.Geometry)
+	if err != nil {
+		return l, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+	}
+	return l, nil
+}
+
+// position reconstructs the ring position a slot word refers to: slot words
+// keep the lap modulo 2^27, so the full lap is taken as the one nearest the
+// head's lap (live words are never more than two laps from it). A word
+// whose lap would fall before position 0 (only a corrupt one) is given its
+// lap as stored.
+func position(l *layout.RingLayout, index uint64, lap uint32, head uint64) uint64 {
+	headLap := head >> l.CapShift
+	full := int64(headLap) + int64(layout.LapDiff(lap, uint32(headLap)&layout.SlotLapMask))
+	if full < 0 {
+		full = int64(lap)
+	}
+	return uint64(full)<<l.CapShift | index
+}
+
+// load64 reads the aligned 8-byte word at off of a mapping atomically, as
+// the processes using it write it. Callers run under guard.
+func load64(b []byte, off uint64) uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&b[off])).Load()
+}
+
+// Slot classes, as inspect and watch count them. Each slot is in exactly
+// one; "orphaned" takes writing, reading and leased slots whose owner is
+// proven dead out of their state's class.
+const (
+	classFree     = "free"
+	classReady    = "ready"
+	classWriting  = "writing"
+	classReading  = "reading"
+	classLeased   = "leased"
+	classOrphaned = "orphaned"
+	classPoisoned = "poisoned"
+	classCorrupt  = "corrupt"
+)
+
+var classes = []string{classFree, classReady, classWriting, classReading, classLeased, classOrphaned, classPoisoned, classCorrupt}
+
+// classOf puts a slot from Scan in its class.
+func classOf(s transport.SlotReport) string {
+	switch s.Problem {
+	case transport.SlotCorrupt:
+		return classCorrupt
+	case transport.SlotOrphanedWrite, transport.SlotOrphanedRead, transport.SlotOrphanedLease:
+		return classOrphaned
+	}
+	return s.Word.State.String()
+}
+
+// slotCounts is the number of slots in each class (inspect's "states").
+type slotCounts struct {
+	Free     uint64 `json:"free"`
+	Ready    uint64 `json:"ready"`
+	Writing  uint64 `json:"writing"`
+	Reading  uint64 `json:"reading"`
+	Leased   uint64 `json:"leased"`
+	Orphaned uint64 `json:"orphaned"`
+	Poisoned uint64 `json:"poisoned"`
+	Corrupt  uint64 `json:"corrupt"`
+}
+
+// rows lists the counts in class order, for tables.
+func (n slotCounts) rows() [][]string {
+	out := [][]string{}
+	for i, v := range []uint64{n.Free, n.Ready, n.Writing, n.Reading, n.Leased, n.Orphaned, n.Poisoned, n.Corrupt} {
+		out = append(out, []string{classes[i], strconv.FormatUint(v, 10)})
+	}
+	return out
+}
+
+// countClasses counts the slots of a scan in each class.
+func countClasses(rep transport.ScanReport, capacity uint64) slotCounts {
+	n := slotCounts{Free: capacity - uint64(len(rep.Slots))}
+	for _, s := range rep.Slots {
+		switch classOf(s) {
+		case classReady:
+			n.Ready++
+		case classWriting:
+			n.Writing++
+		case classReading:
+			n.Reading++
+		case classLeased:
+			n.Leased++
+		case classOrphaned:
+			n.Orphaned++
+		case classPoisoned:
+			n.Poisoned++
+		case classCorrupt:
+			n.Corrupt++
+		default: // a free word that is not corrupt is never listed
+			n.Free++
+		}
+	}
+	return n
+}
+
+// problemName is a SlotProblem in snake case, as JSON prints it.
+func problemName(p transport.SlotProblem) string {
+	return strings.ReplaceAll(p.String(), " ", "_")
+}
+
+// utc formats a time for output: RFC 3339 in UTC, empty for the zero time.
+func utc(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// bootID formats a boot id as /proc/sys/kernel/random/boot_id does.
+func bootID(b [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

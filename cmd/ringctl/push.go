@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/transport"
+)
+
+func pushCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "push",
+		Usage: "push messages: one per line of standard input, or --seq, --hex, --file",
+		Description: "By default each line of standard input (without its newline) is one message; an empty\n" +
+			"line is an empty message. --seq A:B pushes the decimal text of each integer from A to B;\n" +
+			"--hex one message given in hex; --file one message holding a whole file (- for stdin).\n" +
+			"A message larger than the ring's slot payload is refused (exit 1) with its size and the\n" +
+			"limit; messages before it stay pushed. When the ring is full, push waits for room: at most\n" +
+			"--timeout per message if set, until Ctrl-C otherwise (both exit 1 with the count pushed).",
+		ArgsUsage: "PATH [--seq A:B | --hex HEX | --file F] [--timeout D]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "seq", Usage: "push the decimal text of each integer from `A:B`, inclusive"},
+			&cli.StringFlag{Name: "hex", Usage: "push one message given in hex"},
+			&cli.StringFlag{Name: "file", Usage: "push the whole file `F` as one message (- for stdin)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "give up when the ring stays full this long (0: wait until Ctrl-C)"},
+			allowMode(),
+		},
+		Action: withPath(runPush),
+	}
+}
+
+// source yields the messages to push; ok is false after the last. A
+// message too large to keep comes as a nil msg with its size.
+type source func(ctx context.Context) (msg []byte, size int, ok bool, err error)
+
+func runPush(c *cli.Context, path string) error {
+	n := 0
+	for _, f := range []string{"seq", "hex", "file"} {
+		if c.IsSet(f) {
+			n++
+		}
+	}
+	if n > 1 {
+		return cliutil.Usage("push: --seq, --hex and --file exclude each other")
+	}
+	if c.Duration("timeout") < 0 {
+		return cliutil.Usage("push: --timeout must not be negative")
+	}
+	var seqLo, seqHi int64
+	var one []byte
+	var err error
+	switch {
+	case c.IsSet("seq"):
+		if seqLo, seqHi, err = parseSeq(c.String("seq")); err != nil {
+			return err
+		}
+	case c.IsSet("hex"):
+		if one, err = hex.DecodeString(strings.Join(strings.Fields(c.String("hex")), "")); err != nil {
+			return cliutil.Usage("push: --hex: %v", err)
+		}
+	}
+	r, err := openAttached(c, path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	limit := r.MaxPayload()
+	tooLarge := func(i, size int, pushed int) error {
+		return fileErr(path, fmt.Errorf("%w: message %d is %d bytes, more than the limit of %d bytes (slot size %d); %s pushed before it",
+			transport.ErrTooLarge, i, size, limit, r.SlotSize(), plural(pushed, "message", "messages")))
+	}
+	var next source
+	switch {
+	case c.IsSet("seq"):
+		if size := max(len(strconv.FormatInt(seqLo, 10)), len(strconv.FormatInt(seqHi, 10))); size > limit {
+			return tooLarge(1, size, 0)
+		}
+		v, done := seqLo, false
+		next = func(context.Context) ([]byte, int, bool, error) {
+			if done {
+				return nil, 0, false, nil
+			}
+			msg := strconv.AppendInt(nil, v, 10)
+			done = v == seqHi
+			v++
+			return msg, len(msg), true, nil
+		}
+	case c.IsSet("hex"):
+		next = once(one)
+	case c.IsSet("file"):
+		msg, size, err := readWhole(c.String("file"), limit)
+		if err != nil {
+			return cliutil.Exit(cliutil.ExitProblems, fmt.Errorf("push: --file: %w", err))
+		}
+		if msg == nil {
+			return tooLarge(1, size, 0)
+		}
+		next = once(msg)
+	default:
+		next = stdinLines(os.Stdin, limit)
+	}
+	pushed, err := pushAll(c.Context, r, next, c.Duration("timeout"), tooLarge)
+	if err != nil {
+		return fileErr(path, err)
+	}
+	fmt.Fprintf(c.App.Writer, "pushed %s\n", plural(pushed, "message", "messages"))
+	return fileErr(path, r.Close())
+}
+
+func pushAll(ctx context.Context, r *transport.Ring, next source, timeout time.Duration, tooLarge func(i, size, pushed int) error) (int, error) {
+	pushed := 0
+	for {
+		msg, size, ok, err := next(ctx)
+		if ctx.Err() != nil {
+			return pushed, fmt.Errorf("interrupted; %s pushed", plural(pushed, "message was", "messages were"))
+		}
+		if err != nil {
+			return pushed, fmt.Errorf("%w; %s pushed", err, plural(pushed, "message was", "messages were"))
+		}
+		if !ok {
+			return pushed, nil
+		}
+		if msg == nil || size > r.MaxPayload() {
+			return pushed, tooLarge(pushed+1, size, pushed)
+		}
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			pctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		err = r.Push(pctx, msg)
+		cancel()
+		switch {
+		case err == nil:
+			pushed++
+		case ctx.Err() != nil:
+			return pushed, fmt.Errorf("interrupted while the ring was full; %s pushed", plural(pushed, "message was", "messages were"))
+		case errors.Is(err, context.DeadlineExceeded):
+			return pushed, fmt.Errorf("%w: still full after %s; %s pushed", transport.ErrFull, timeout, plural(pushed, "message was", "messages were"))
+		default:
+			return pushed, err
+		}
+	}
+}
+
+func parseSeq(s string) (lo, hi int64, err error) {
+	a, b, ok := strings.Cut(s, ":")
+	if ok {
+		lo, err = strconv.ParseInt(a, 10, 64)
+	}
+	if ok && err == nil {
+		hi, err = strconv.ParseInt(b, 10, 64)
+	}
+	if !ok || err != nil {
+		return 0, 0, cliutil.Usage("push: --seq %q: want A:B, two decimal integers", s)
+	}
+	if lo > hi {
+		return 0, 0, cliutil.Usage("push: --seq %q: A must not be greater than B", s)
+	}
+	return lo, hi, nil
+}
+
+func once(msg []byte) source {
+	done := false
+	return func(context.Context) ([]byte, int, bool, error) {
+		if done {
+			return nil, 0, false, nil
+		}
+		done = true
+		return msg, len(msg), true, nil
+	}
+}
+
+// readWhole reads file name ("-": stdin) as one message of at most limit
+// bytes. A larger one gives a nil message and its size.
+func readWhole(name string, limit int) ([]byte, int, error) {
+	f := os.Stdin
+	if name != "-" {
+		var err error
+		if f, err = os.Open(name); err != nil {
+			return nil, 0, err
+		}
+		defer f.Close()
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) <= limit {
+		return b, len(b), nil
+	}
+	rest, err := io.Copy(io.Discard, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	return nil, len(b) + int(rest), nil
+}
+
+type lineResult struct {
+	msg  []byte
+	size int
+	err  error
+}
+
+// stdinLines yields the lines of in, each without its newline. Reading
+// happens on its own goroutine so that Ctrl-C ends a push waiting on a
+// terminal. A line longer than limit is yielded as its size alone.
+func stdinLines(in io.Reader, limit int) source {
+	lines := make(chan lineResult)
+	started := false
+	return func(ctx context.Context) ([]byte, int, bool, error) {
+		if !started {
+			started = true
+			go func() {
+				br := bufio.NewReader(in)
+				for {
+					msg, size, err := readLine(br, limit)
+					select {
+					case lines <- lineResult{msg, size, err}:
+					case <-ctx.Done():
+						return
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, false, ctx.Err()
+		case l := <-lines:
+			switch {
+			case errors.Is(l.err, io.EOF):
+				return nil, 0, false, nil
+			case l.err != nil:
+				return nil, 0, false, fmt.Errorf("reading standard input: %w", l.err)
+			}
+			return l.msg, l.size, true, nil
+		}
+	}
+}
+
+// readLine reads one line, keeping at most limit+1 bytes of it but
+// counting all of them. io.EOF means there was no line left.
+func readLine(br *bufio.Reader, limit int) (msg []byte, size int, err error) {
+	msg = []byte{}
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if len(msg) <= limit {
+			msg = append(msg, chunk[:min(len(chunk), limit+1-len(msg))]...)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if size == 0 {
+				return nil, 0, io.EOF
+			}
+		case err != nil:
+			return nil, size, err
+		default:
+			size-- // the newline
+			msg = msg[:min(len(msg), size)]
+		}
+		if size > limit {
+			return nil, size, nil
+		}
+		return msg, size, nil
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/transport"
+)
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "watch",
+		Usage: "a live view of a ring's depth, rates, leases and orphans (read-only)",
+		Description: "Redrawn in place on a terminal; one plain line per interval otherwise:\n" +
+			"  TIME depth=D/CAPACITY push/s=R pop/s=R leased=N orphaned=N full_hits=N empty_hits=N\n" +
+			"pop/s counts messages consumed: pops plus acked leases. Rates are \"-\" in the first frame.\n" +
+			"Ctrl-C ends it (exit 0).",
+		ArgsUsage: "PATH [--interval D] [--count N]",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
+			&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` frames (0: until Ctrl-C)"},
+			allowMode(),
+		},
+		Action: withPath(runWatch),
+	}
+}
+
+// watchSample is what one frame shows.
+type watchSample struct {
+	At       time.Time
+	Counters transport.Counters
+	Leased   uint64 // leases held by live participants
+	Orphaned uint64
+}
+
+var errEnough = errors.New("enough frames")
+
+func runWatch(c *cli.Context, path string) error {
+	interval, count := c.Duration("interval"), c.Int("count")
+	if interval <= 0 {
+		return cliutil.Usage("watch: --interval must be positive")
+	}
+	if count < 0 {
+		return cliutil.Usage("watch: --count must not be negative")
+	}
+	r, err := openView(c, path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tty := cliutil.IsTerminal(c.App.Writer)
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	var prev *watchSample
+	err = cliutil.Watch(ctx, c.App.Writer, interval, func(frame int) (string, error) {
+		if count > 0 && frame >= count {
+			return "", errEnough
+		}
+		var s watchSample
+		if err := guard(path, func() error { s = sample(r); return nil }); err != nil {
+			return "", err
+		}
+		out := renderWatch(path, r.Capacity(), interval, prev, s, tty)
+		prev = &s
+		if count > 0 && frame == count-1 {
+			cancel()
+		}
+		return out, nil
+	})
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
+}
+
+// sample reads one frame's numbers. It reads the mapping: run it under guard.
+func sample(r *transport.Ring) watchSample {
+	scan := r.Scan()
+	n := countClasses(scan, r.Capacity())
+	return watchSample{At: time.Now(), Counters: scan.Counters, Leased: n.Leased, Orphaned: n.Orphaned}
+}
+
+// renderWatch draws one frame: a table on a terminal, one line otherwise.
+// Rates compare with the previous frame (none in the first).
+func renderWatch(path string, capacity uint64, interval time.Duration, prev *watchSample, cur watchSample, tty bool) string {
+	c := cur.Counters
+	push, pop := "-", "-"
+	if prev != nil {
+		if dt := cur.At.Sub(prev.At).Seconds(); dt > 0 {
+			p := prev.Counters
+			push = strconv.FormatFloat(float64(c.Pushed-p.Pushed)/dt, 'f', 1, 64)
+			pop = strconv.FormatFloat(float64(c.Popped+c.Acked-p.Popped-p.Acked)/dt, 'f', 1, 64)
+		}
+	}
+	depth := fmt.Sprintf("%d/%d", c.Depth(), capacity)
+	if !tty {
+		return fmt.Sprintf("%s depth=%s push/s=%s pop/s=%s leased=%d orphaned=%d full_hits=%d empty_hits=%d\n",
+			cur.At.UTC().Format(time.RFC3339), depth, push, pop, cur.Leased, cur.Orphaned, c.FullHits, c.EmptyHits)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ringctl watch %s   every %s   %s   (Ctrl-C to quit)\n\n", path, interval, cur.At.Format("15:04:05"))
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	cliutil.Table(&b, []string{"depth", "push/s", "pop/s", "leased", "orphaned", "full hits", "empty hits"},
+		[][]string{{depth, push, pop, u(cur.Leased), u(cur.Orphaned), u(c.FullHits), u(c.EmptyHits)}})
+	return b.String()
+}
