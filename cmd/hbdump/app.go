@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,91 +82,28 @@ func ringFlag(usage string) cli.Flag {
 
 const ringShowUsage = "a ring the participants lease from: its leases are shown by path and position (repeatable)"
 
-// args returns the positional arguments of the running command, after
-// applying the flags that follow them ("hbdump PATH --json"): urfave/cli
-// stops reading flags at the first argument.
-func args(c *cli.Context) ([]string, error) {
-	var pos []string
-	in := c.Args().Slice()
-	for i := 0; i < len(in); i++ {
-		a := in[i]
-		if a == "--" {
-			return append(pos, in[i+1:]...), nil
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name == "help" || name == "h" {
-			return nil, showHelp(c)
-		}
-		f := lookupFlag(c.Command.Flags, name)
-		if f == nil {
-			return nil, cliutil.Usage("flag provided but not defined: -%s", name)
-		}
-		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
-			value, hasValue = "true", true
-		}
-		if !hasValue {
-			if i+1 >= len(in) {
-				return nil, cliutil.Usage("flag needs an argument: -%s", name)
-			}
-			i++
-			value = in[i]
-		}
-		if err := c.Set(name, value); err != nil {
-			return nil, cliutil.Usage("invalid value %q for flag -%s: %v", value, name, err)
-		}
-	}
-	return pos, nil
-}
-
 // errHelpShown ends a command that printed its help: exit 0, nothing more.
 var errHelpShown = errors.New("")
-
-func showHelp(c *cli.Context) error {
-	var err error
-	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
-		err = cli.ShowAppHelp(c)
-	} else {
-		err = cli.ShowCommandHelp(c, c.Command.Name)
-	}
-	if err != nil {
-		return err
-	}
-	return errHelpShown
-}
-
-func lookupFlag(flags []cli.Flag, name string) cli.Flag {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
-		}
-	}
-	return nil
-}
-
-func allowModeFlag() cli.Flag {
-	return &cli.StringFlag{Name: "allow-mode", Value: "0600",
-		Usage: "widest permission `MODE` accepted on an existing file (shmkit refuses files more open than this)"}
-}
 
 // pathArg returns the one PATH argument of a command, and applies
 // --allow-mode when the command has it.
 func (e *env) pathArg(c *cli.Context) (string, error) {
-	pos, err := args(c)
+	pos, err := cliutil.ParseAfterPath(c)
 	if err != nil {
 		return "", err
 	}
-	if lookupFlag(c.Command.Flags, "allow-mode") != nil {
-		m, err := strconv.ParseUint(c.String("allow-mode"), 8, 32)
-		if err != nil || m > 0o777 {
-			return "", cliutil.Usage("--allow-mode: %q is not an octal permission mode such as 0600", c.String("allow-mode"))
+	if c.Bool("help") {
+		if err := cliutil.ShowHelp(c); err != nil {
+			return "", err
 		}
-		e.allowMode = os.FileMode(m)
+		return "", errHelpShown
+	}
+	if slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "allow-mode") }) {
+		m, err := cliutil.ParseMode(c.String("allow-mode"))
+		if err != nil {
+			return "", cliutil.Usage("--allow-mode: %v", err)
+		}
+		e.allowMode = m
 	}
 	switch len(pos) {
 	case 0:

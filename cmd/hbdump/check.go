@@ -25,7 +25,7 @@ func (e *env) checkCommand() *cli.Command {
 			staleFlag(),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, json (format hbdump.check/1) or prometheus"},
 			ringFlag(ringShowUsage),
-			allowModeFlag(),
+			cliutil.AllowModeFlag(),
 		},
 		Action: run(e.check),
 	})

@@ -14,7 +14,7 @@ func dumpFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "all", Usage: "list free slots too"},
 		staleFlag(),
 		ringFlag(ringShowUsage),
-		allowModeFlag(),
+		cliutil.AllowModeFlag(),
 	}
 }
 

@@ -29,7 +29,7 @@ func (e *env) reapCommand() *cli.Command {
 			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.reap/1)"},
 			staleFlag(),
-			allowModeFlag(),
+			cliutil.AllowModeFlag(),
 		},
 		Action: run(e.reap),
 	})

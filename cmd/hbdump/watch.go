@@ -28,7 +28,7 @@ func (e *env) watchCommand() *cli.Command {
 			staleFlag(),
 			ringFlag(ringShowUsage),
 			&cli.IntFlag{Name: "count", Usage: "stop after this many frames (0: until interrupted)"},
-			allowModeFlag(),
+			cliutil.AllowModeFlag(),
 		},
 		Action: run(e.watch),
 	})

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,7 +24,7 @@ func createCommand() *cli.Command {
 			&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
 			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"},
 		},
-		Action: withPath(runCreate),
+		Action: cliutil.WithPath(runCreate),
 	}
 }
 
@@ -46,11 +45,11 @@ func runCreate(c *cli.Context, path string) error {
 	if _, err := layout.NewRingLayout(g); err != nil {
 		return cliutil.Usage("create: %v", err)
 	}
-	mode, err := parseMode(c.String("mode"))
+	mode, err := cliutil.ParseMode(c.String("mode"))
 	if err != nil {
 		return cliutil.Usage("create: --mode: %v", err)
 	}
-	r, err := transport.CreateRing(path, cfg, shm.WithMode(os.FileMode(mode)))
+	r, err := transport.CreateRing(path, cfg, shm.WithMode(mode))
 	if err != nil {
 		return fileErr(path, err)
 	}

@@ -57,9 +57,9 @@ func drainCommand() *cli.Command {
 			&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (created if missing), recording each lease"},
 			&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
 			&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runDrain),
+		Action: cliutil.WithPath(runDrain),
 	}
 }
 
@@ -331,7 +331,7 @@ func (d *drainer) poisoned(ctx context.Context, max int) error {
 // register joins heartbeat table hb (creating it if missing) and beats
 // every beatInterval until the returned stop is called, which unregisters.
 func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
-	opts, err := openOptions(c)
+	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return nil, err
 	}

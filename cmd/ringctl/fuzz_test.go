@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func FuzzInspectors(f *testing.F) {
 		case 1:
 			bad = bad || lines > 1 || (lines == 0 && stdout.Len() == 0)
 		case 2: // --slot names a slot the file has not got (not a ring, or too few slots)
-			bad = bad || !contains(args, "--slot") || lines != 1 || !strings.Contains(stderr.String(), "--slot")
+			bad = bad || !slices.Contains(args, "--slot") || lines != 1 || !strings.Contains(stderr.String(), "--slot")
 		case 3:
 			bad = bad || lines != 1 || stdout.Len() != 0
 		default:

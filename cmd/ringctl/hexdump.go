@@ -35,9 +35,9 @@ func hexdumpCommand() *cli.Command {
 			&cli.BoolFlag{Name: "header", Usage: "only the common header"},
 			&cli.IntFlag{Name: "slot", Usage: "only ring slot `I` (word and payload)"},
 			&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runHexdump),
+		Action: cliutil.WithPath(runHexdump),
 	}
 }
 
@@ -104,7 +104,7 @@ func runHexdump(c *cli.Context, path string) error {
 			return err
 		}
 	}
-	opts, err := openOptions(c)
+	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return err
 	}

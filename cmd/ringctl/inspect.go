@@ -22,9 +22,9 @@ func inspectCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runInspect),
+		Action: cliutil.WithPath(runInspect),
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the fixtures and golden files under testdata/")
@@ -26,7 +28,7 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	readyWait = 0 // in-process runs: a file that is not ready is refused at once
+	cliutil.ReadyWait = 0 // in-process runs: a file that is not ready is refused at once
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,12 +16,6 @@ import (
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
-
-// readyWait bounds how long an open waits for a file whose ready word is not
-// set. shmkit's own Create renames a file into place only once it is ready,
-// so for an inspector a file that is not ready is damaged (or being made in
-// place by another tool): a short wait is enough. Tests set it to 0.
-var readyWait = 250 * time.Millisecond
 
 // fileError is a one-line error about a file, "PATH: cause", that keeps the
 // library's error underneath so that cliutil.Code still maps it to its exit
@@ -90,27 +83,9 @@ func guard(path string, fn func() error) error {
 	return err
 }
 
-// openOptions are the shm options every open uses: the mode allowance of
-// --allow-mode and the short ready wait.
-func openOptions(c *cli.Context) ([]shm.Option, error) {
-	mode, err := parseMode(c.String("allow-mode"))
-	if err != nil {
-		return nil, cliutil.Usage("--allow-mode: %v", err)
-	}
-	return []shm.Option{shm.WithMode(os.FileMode(mode)), shm.WithReadyTimeout(readyWait)}, nil
-}
-
-func parseMode(s string) (uint32, error) {
-	m, err := strconv.ParseUint(s, 8, 32)
-	if err != nil || m > 0o777 {
-		return 0, fmt.Errorf("%q is not an octal permission mode such as 0600", s)
-	}
-	return uint32(m), nil
-}
-
 // openView maps a ring read-only without attaching to it: for inspectors.
 func openView(c *cli.Context, path string) (*transport.Ring, error) {
-	opts, err := openOptions(c)
+	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +102,7 @@ func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, e
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, _ := openOptions(c) // openView parsed them already
+	opts, _ := cliutil.OpenOptions(c) // openView parsed them already
 	reg, err := shm.Open(path, layout.KindRing, append(opts, shm.ReadOnly())...)
 	if err != nil {
 		r.Close()
@@ -146,7 +121,7 @@ func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, e
 // openAttached opens a ring read-write and attaches to it as a participant:
 // for the commands that push, pop or repair.
 func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
-	opts, err := openOptions(c)
+	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return nil, err
 	}

@@ -34,9 +34,9 @@ func pushCommand() *cli.Command {
 			&cli.StringFlag{Name: "hex", Usage: "push one message given in hex"},
 			&cli.StringFlag{Name: "file", Usage: "push the whole file `F` as one message (- for stdin)"},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up when the ring stays full this long (0: wait until Ctrl-C)"},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runPush),
+		Action: cliutil.WithPath(runPush),
 	}
 }
 

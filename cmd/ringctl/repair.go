@@ -37,9 +37,9 @@ func repairCommand() *cli.Command {
 			&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` before repairing (default PATH.bak-<UTC time>)"},
 			&cli.BoolFlag{Name: "no-backup", Usage: "repair without a backup"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runRepair),
+		Action: cliutil.WithPath(runRepair),
 	}
 }
 
@@ -144,7 +144,7 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	defer reg.Close()
 	var hb *sched.Heartbeat
 	if hbPath != "" {
-		opts, err := openOptions(c)
+		opts, err := cliutil.OpenOptions(c)
 		if err != nil {
 			return rep, err
 		}
@@ -305,7 +305,7 @@ func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
 	var rr transport.RepairReport
 	repaired := false
 	if hbPath != "" {
-		opts, err := openOptions(c)
+		opts, err := cliutil.OpenOptions(c)
 		if err != nil {
 			return err
 		}

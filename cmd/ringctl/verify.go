@@ -22,8 +22,8 @@ func verifyCommand() *cli.Command {
 			"lap), owners proven dead, poisoned messages, participant entries and the repair lock.\n" +
 			"Exit 0 when clean, 1 when problems were found.",
 		ArgsUsage: "PATH [--json]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"}, allowMode()},
-		Action:    withPath(runVerify),
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"}, cliutil.AllowModeFlag()},
+		Action:    cliutil.WithPath(runVerify),
 	}
 }
 

@@ -26,9 +26,9 @@ func watchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
 			&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` frames (0: until Ctrl-C)"},
-			allowMode(),
+			cliutil.AllowModeFlag(),
 		},
-		Action: withPath(runWatch),
+		Action: cliutil.WithPath(runWatch),
 	}
 }
 
