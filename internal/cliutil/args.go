@@ -178,4 +178,3 @@ func Guard(path string, fn func() error) error {
 	}
 	return err
 }
-
