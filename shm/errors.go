@@ -9,8 +9,8 @@ import (
 // Errors of package shm. Every error returned for a file wraps one of these
 // and names the path, so callers test with errors.Is and users read the path.
 var (
-	ErrNotExist     = fmt.Errorf("shm: file does not exist: %w", fs.ErrNotExist)
-	ErrExist        = fmt.Errorf("shm: file already exists: %w", fs.ErrExist)
+	ErrNotExist     = fmt.Errorf("shm: %w", fs.ErrNotExist)
+	ErrExist        = fmt.Errorf("shm: %w", fs.ErrExist)
 	ErrSymlink      = errors.New("shm: path is a symbolic link")
 	ErrNotRegular   = errors.New("shm: not a regular file")
 	ErrForeignOwner = errors.New("shm: file owned by another user")
