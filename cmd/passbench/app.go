@@ -6,58 +6,177 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
 )
 
-// newApp builds the command line. Output goes to stdout; the caller runs it
-// with a context that ends on SIGINT/SIGTERM.
+// usageErr marks err as a mistake on the command line: exit status 2.
+func usageErr(err error) error { return cliutil.Exit(cliutil.ExitUsage, err) }
+
+// Defaults of the flags.
+const (
+	defaultPayload  = 64
+	defaultCapacity = 1024
+)
+
+// newApp builds the command line. Results go to stdout, progress bars (on a
+// terminal) to stderr; cliutil.Run runs it with a context that ends on
+// SIGINT/SIGTERM and maps errors to exit codes. Commands still to come: `pass` (hand work through the
+// scheduler in sched/), and --chaos for run (see chaosAgent).
 func newApp(stdout, stderr io.Writer) *cli.App {
+	u := newUI(stderr)
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageErr(err) }
 	return &cli.App{
 		Name:  "passbench",
-		Usage: "measure how fast two processes can pass a turn through shared memory",
-		Description: "With no command, measures the two hardware floors between two processes\n" +
-			"(spin: cache-line ping-pong; futex: sleep/wake ping-pong) and prints\n" +
-			"their round-trip latency percentiles.",
+		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
+		Description: "With no command, compares the ring (poll and block modes) with a Unix socket, a pipe and\n" +
+			"a Go channel (throughput, 64-byte messages, one producer and one consumer), then round-trip\n" +
+			"latencies including the two hardware floors (spin: cache-line ping-pong; futex: sleep/wake),\n" +
+			"and says which of the ring's goals are met. Takes about 20 seconds. See docs/cli.md.",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Flags:           measureFlags(),
+		OnUsageError:    onUsage,
+		ExitErrHandler:  func(*cli.Context, error) {}, // the caller decides the exit status
+		Flags: append([]cli.Flag{
+			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
+			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
+			roundsFlag(), warmupFlag(),
+		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
-			results, err := runFloors(c.Context, optionsFrom(c))
+			if c.Args().Present() {
+				return cliutil.Usage("unknown command %q (have run, rtt)", c.Args().First())
+			}
+			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
+				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
+			if c.IsSet("messages") {
+				if c.IsSet("duration") {
+					return cliutil.Usage("give --messages or --duration, not both")
+				}
+				s.Duration = 0
+			}
+			if err := checkPlotFlag(c); err != nil {
+				return err
+			}
+			rep, err := runCompare(c.Context, s, u)
 			if err != nil {
 				return err
 			}
-			return emit(c, results)
+			if err := emit(c, rep, func(w io.Writer) error { return writeCompareText(w, rep) }); err != nil {
+				return err
+			}
+			var tput, rtt []*Result
+			for i := range rep.Runs {
+				if r := &rep.Runs[i]; r.Kind == kindThroughput {
+					tput = append(tput, r)
+				} else {
+					rtt = append(rtt, r)
+				}
+			}
+			return plotIfAsked(c, []plotPanel{
+				{title: "throughput runs: one-way latency, send to receive (queueing included)", runs: tput},
+				{title: "round-trip latency", runs: rtt},
+			})
 		},
-		Commands: []*cli.Command{{
-			Name:      "rtt",
-			Usage:     "round-trip latency of one transport",
-			UsageText: "passbench rtt --transport " + strings.Join(transportNames(), "|") + " [--rounds N] [--json]",
-			Flags: append([]cli.Flag{&cli.StringFlag{
-				Name:     "transport",
-				Usage:    "one of: " + strings.Join(transportNames(), ", "),
-				Required: true,
-			}}, measureFlags()...),
-			Action: func(c *cli.Context) error {
-				tr, err := lookupTransport(c.String("transport"))
-				if err != nil {
-					return err
-				}
-				res, err := measureRTT(c.Context, tr, optionsFrom(c))
-				if err != nil {
-					return fmt.Errorf("%s: %w", tr.Name, err)
-				}
-				return emit(c, []Result{res})
-			},
-		}},
+		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage)},
 	}
 }
 
-func measureFlags() []cli.Flag {
+func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "one measured throughput run",
+		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
+			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
+			"   [--slot-size S] [--record DIR] [--json] [--plot FILE.svg|.png] [--timeout D]",
+		OnUsageError: onUsage,
+		Flags: append([]cli.Flag{
+			transportFlag(canRun), modeFlag(),
+			&cli.IntFlag{Name: "producers", Value: 1, Usage: "producer processes"},
+			&cli.IntFlag{Name: "consumers", Value: 1, Usage: "consumer processes"},
+			&cli.Int64Flag{Name: "messages", Usage: "messages in all", DefaultText: fmt.Sprintf("%d unless --duration", defaultRunMsgs)},
+			&cli.DurationFlag{Name: "duration", Usage: "producers send for this long instead of a count", DefaultText: "none"},
+			slotSizeFlag(),
+			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
+		}, commonFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return cliutil.Usage("run takes no arguments, got %q", c.Args().First())
+			}
+			if err := checkPlotFlag(c); err != nil {
+				return err
+			}
+			s := runSpec{
+				Transport: c.String("transport"), Mode: c.String("mode"),
+				Producers: c.Int("producers"), Consumers: c.Int("consumers"),
+				Messages: c.Int64("messages"), Duration: c.Duration("duration"),
+				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size"),
+				Record: c.String("record"), Timeout: c.Duration("timeout"),
+			}
+			res, err := runThroughput(c.Context, s, u)
+			if err != nil {
+				return err
+			}
+			return finishRun(c, res)
+		},
+	}
+}
+
+func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+	return &cli.Command{
+		Name:  "rtt",
+		Usage: "round-trip latency between two processes",
+		UsageText: "passbench rtt [--transport " + strings.Join(transportNames(canRTT), "|") + "] [--mode poll|block]\n" +
+			"   [--rounds N] [--warmup N] [--payload B] [--capacity N] [--slot-size S] [--json] [--plot FILE] [--timeout D]",
+		OnUsageError: onUsage,
+		Flags: append([]cli.Flag{
+			transportFlag(canRTT), modeFlag(), roundsFlag(), warmupFlag(), slotSizeFlag(),
+		}, commonFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return cliutil.Usage("rtt takes no arguments, got %q", c.Args().First())
+			}
+			if err := checkPlotFlag(c); err != nil {
+				return err
+			}
+			s := rttSpec{Transport: c.String("transport"), Mode: c.String("mode"), Options: optionsFrom(c),
+				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size")}
+			res, err := measureRTT(c.Context, s, u)
+			if err != nil {
+				return err
+			}
+			return finishRun(c, res)
+		},
+	}
+}
+
+func transportFlag(keep func(*transportInfo) bool) cli.Flag {
+	return &cli.StringFlag{Name: "transport", Value: "ring", Usage: "one of: " + strings.Join(transportNames(keep), ", ")}
+}
+
+func modeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "mode", Usage: "ring: poll (busy-poll) or block; the others have one mode each", DefaultText: "poll for the ring"}
+}
+
+func roundsFlag() cli.Flag {
+	return &cli.IntFlag{Name: "rounds", Usage: "measured round trips", DefaultText: "100000 for spin and ring/poll, 20000 otherwise"}
+}
+
+func slotSizeFlag() cli.Flag {
+	return &cli.IntFlag{Name: "slot-size", Usage: "ring slot size in bytes, a multiple of 64", DefaultText: "the smallest that fits the payload"}
+}
+
+func warmupFlag() cli.Flag {
+	return &cli.IntFlag{Name: "warmup", Value: DefaultWarmup, Usage: "unmeasured round trips first"}
+}
+
+func commonFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "rounds", Usage: "measured round trips (0: 100000 for spin, 20000 for futex)"},
-		&cli.IntFlag{Name: "warmup", Value: DefaultWarmup, Usage: "unrecorded round trips before measuring"},
-		&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up on a transport (and kill its peer) after this long"},
-		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of a table"},
+		&cli.IntFlag{Name: "payload", Value: defaultPayload, Usage: fmt.Sprintf("message size in bytes, %d to %d", minPayload, maxPayload)},
+		&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "messages the transport buffers: ring slots (a power of two), channel buffer, pipe size ÷ payload; uds keeps the kernel's default"},
+		&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up on a measurement (and kill its processes) after this long"},
+		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
+		&cli.StringFlag{Name: "plot", Usage: "also draw the latency distributions into this .svg or .png file"},
 	}
 }
 
@@ -65,10 +184,43 @@ func optionsFrom(c *cli.Context) Options {
 	return Options{Rounds: c.Int("rounds"), Warmup: c.Int("warmup"), Timeout: c.Duration("timeout")}
 }
 
-func emit(c *cli.Context, results []Result) error {
-	rep := newReport(results)
-	if c.Bool("json") {
-		return writeJSON(c.App.Writer, rep)
+// checkPlotFlag rejects a bad --plot name before anything is measured.
+func checkPlotFlag(c *cli.Context) error {
+	if p := c.String("plot"); p != "" {
+		_, err := plotFormat(p)
+		return err
 	}
-	return writeTable(c.App.Writer, rep)
+	return nil
+}
+
+func plotIfAsked(c *cli.Context, panels []plotPanel) error {
+	if p := c.String("plot"); p != "" {
+		return writePlot(p, panels)
+	}
+	return nil
+}
+
+// emit prints v as JSON with --json, else as text.
+func emit(c *cli.Context, v any, text func(io.Writer) error) error {
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, v)
+	}
+	return text(c.App.Writer)
+}
+
+// finishRun prints one run, draws it if asked, and fails if the run lost
+// or damaged messages.
+func finishRun(c *cli.Context, res Result) error {
+	rep := RunReport{Envelope: newEnvelope(runFormat), Result: res}
+	if err := emit(c, rep, func(w io.Writer) error { return writeRunText(w, rep) }); err != nil {
+		return err
+	}
+	title := "round-trip latency"
+	if res.Kind == kindThroughput {
+		title = "one-way latency, send to receive (queueing included)"
+	}
+	if err := plotIfAsked(c, []plotPanel{{title: title, runs: []*Result{&res}}}); err != nil {
+		return err
+	}
+	return failure(&res)
 }

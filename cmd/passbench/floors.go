@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,10 +33,10 @@ const (
 // peerExitGrace is how long the peer gets to exit after the stop value.
 const peerExitGrace = 5 * time.Second
 
-func (o Options) validate(tr transport) (rounds int, err error) {
+func (o Options) validate(defaultRounds int) (rounds int, err error) {
 	rounds = o.Rounds
 	if rounds == 0 {
-		rounds = tr.DefaultRounds
+		rounds = defaultRounds
 	}
 	switch {
 	case rounds < 1:
@@ -50,30 +51,39 @@ func (o Options) validate(tr transport) (rounds int, err error) {
 	return rounds, nil
 }
 
-// runFloors measures every transport in turn, each with a fresh peer.
-func runFloors(ctx context.Context, o Options) ([]Result, error) {
-	var out []Result
-	for _, tr := range transports {
-		res, err := measureRTT(ctx, tr, o)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", tr.Name, err)
-		}
-		out = append(out, res)
-	}
-	return out, nil
+// floor is one of the two hardware floors: two processes passing a turn
+// back and forth through one shared word.
+type floor struct {
+	Name          string
+	DefaultRounds int
+	Sleep         bool // waiters sleep in FutexWait instead of spinning
+	About         string
 }
 
-// measureRTT measures the round-trip time of tr between this process and a
-// peer process: it creates the shared file, starts the peer, waits until the
-// peer has mapped the file, unlinks it (so nothing is left behind whatever
-// happens next), warms up, measures, and stops the peer. The peer is killed
-// and reaped on every error path.
-func measureRTT(ctx context.Context, tr transport, o Options) (res Result, err error) {
-	rounds, err := o.validate(tr)
+// floors are what any shared-memory transport sits on.
+var floors = [...]floor{
+	{Name: "spin", DefaultRounds: 100000, About: "both sides spin on one shared 32-bit word on its own cache line (cache-line ping-pong); no message, no system call"},
+	{Name: "futex", DefaultRounds: 20000, Sleep: true, About: "both sides sleep in FUTEX_WAIT on the word; the writer stores, then FUTEX_WAKEs, every round"},
+}
+
+// floorJob is what a floor's peer process is told.
+type floorJob struct {
+	Floor string `json:"floor"`
+	Shm   string `json:"shm"`
+}
+
+// measureFloor measures the round-trip time of fl between this process and
+// a peer process: it creates the shared file, starts the peer, waits until
+// the peer has mapped the file, unlinks it (so nothing is left behind
+// whatever happens next), warms up, measures, and stops the peer. The peer
+// is killed and reaped on every error path. done, if not nil, counts the
+// measured rounds as they complete (for a progress bar).
+func measureFloor(ctx context.Context, fl *floor, o Options, done *atomic.Int64) (res Result, err error) {
+	rounds, err := o.validate(fl.DefaultRounds)
 	if err != nil {
 		return Result{}, err
 	}
-	name, err := shmName()
+	name, err := shmName(fl.Name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -103,7 +113,7 @@ func measureRTT(ctx context.Context, tr transport, o Options) (res Result, err e
 	}
 
 	start := time.Now()
-	peer, err := startPeer(ctx, tr, path, o.Timeout)
+	peer, err := startChild(ctx, roleFloor, floorJob{Floor: fl.Name, Shm: path}, nil, o.Timeout)
 	if err != nil {
 		return Result{}, err
 	}
@@ -133,7 +143,7 @@ func measureRTT(ctx context.Context, tr transport, o Options) (res Result, err e
 			return err
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		peer.kill()
 		reaped = true
@@ -155,23 +165,83 @@ func measureRTT(ctx context.Context, tr transport, o Options) (res Result, err e
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	l := &link{word: word, sleep: tr.Sleep, abort: &abort}
+	l := &link{word: word, sleep: fl.Sleep, abort: &abort}
 	last, err := l.pingRounds(0, o.Warmup, nil)
 	if err != nil {
 		return Result{}, why(err)
 	}
 	rec := newRecorder()
-	if _, err := l.pingRounds(last, rounds, rec.record); err != nil {
+	record := rec.record
+	if done != nil {
+		record = func(ns int64) {
+			rec.record(ns)
+			done.Add(1)
+		}
+	}
+	t0 := shm.MonoNow()
+	if _, err := l.pingRounds(last, rounds, record); err != nil {
 		return Result{}, why(err)
 	}
+	secs := float64(shm.MonoNow()-t0) / 1e9
 	if err := l.send(stopValue); err != nil {
 		return Result{}, err
 	}
 	reaped = true
 	if err := peer.wait(peerExitGrace); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("peer: %w", err)
 	}
-	return rec.result(tr.Name, o.Warmup), nil
+	mode := modePoll
+	if fl.Sleep {
+		mode = modeBlock
+	}
+	res = Result{
+		Kind: kindRTT, Transport: fl.Name, Mode: mode, Producers: 1, Consumers: 1,
+		PayloadBytes: 4, Messages: int64(rounds), Warmup: o.Warmup, Seconds: secs,
+	}
+	if secs > 0 {
+		res.MsgsPerSec = float64(rounds) / secs
+	}
+	rec.fill(&res)
+	return res, nil
+}
+
+// floorPeerMain is the peer's side: map the file, say so, answer every
+// ping until the stop value.
+func floorPeerMain(jobJSON string) error {
+	var j floorJob
+	if err := json.Unmarshal([]byte(jobJSON), &j); err != nil {
+		return fmt.Errorf("bad job: %w", err)
+	}
+	var fl *floor
+	for i := range floors {
+		if floors[i].Name == j.Floor {
+			fl = &floors[i]
+		}
+	}
+	if fl == nil {
+		return fmt.Errorf("unknown floor %q", j.Floor)
+	}
+	r, err := shm.Open(j.Shm, layout.KindRegion)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	word, err := r.Uint32(offWord)
+	if err != nil {
+		return err
+	}
+	state, err := r.Uint32(offPeerState)
+	if err != nil {
+		return err
+	}
+	state.Store(peerAttached)
+	if _, err := shm.FutexWake(state, 1); err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	// The abort flag is never set: watchParent ends the whole process.
+	l := &link{word: word, sleep: fl.Sleep, abort: new(atomic.Bool)}
+	return l.serve()
 }
 
 // awaitAttach waits until the peer says it has mapped the file.
@@ -187,13 +257,14 @@ func awaitAttach(state *atomic.Uint32, abort *atomic.Bool) error {
 	return nil
 }
 
-// shmName is a fresh bare name (so in /dev/shm) for one measurement.
-func shmName() (string, error) {
+// shmName is a fresh bare name (so in /dev/shm) for one file of one
+// measurement; what says what the file is for.
+func shmName(what string) (string, error) {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("passbench-%d-%s", os.Getpid(), hex.EncodeToString(b[:])), nil
+	return fmt.Sprintf("passbench-%d-%s-%s", os.Getpid(), what, hex.EncodeToString(b[:])), nil
 }
 
 // clockReadCost estimates what one shm.MonoNow read costs: the median gap

@@ -1,26 +1,22 @@
-// Command passbench measures how fast two processes can hand each other a
-// turn through shared memory. For now it measures the two floors every
-// shmkit transport sits on: spinning on a shared cache line, and sleeping
-// and waking through a futex. See docs/bench.md.
+// Command passbench measures what passing messages between processes
+// costs: shmkit's ring in its poll and block modes against a Unix socket, a
+// pipe and a Go channel, and the two hardware floors every shared-memory
+// transport sits on (spinning on a shared cache line, and sleeping and
+// waking through a futex). See docs/cli.md and docs/bench.md.
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
 )
 
+// main runs the command line; the exit status is 0 when every measurement
+// finished cleanly, 1 when one failed or lost, damaged or duplicated
+// messages, 2 for a mistake on the command line.
 func main() {
-	if isPeer() {
-		os.Exit(peerMain())
+	if isChild() {
+		os.Exit(childMain())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "passbench: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(cliutil.Run(newApp(os.Stdout, os.Stderr), os.Args, os.Stderr))
 }

@@ -11,22 +11,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
 )
 
-// TestMain lets the test binary double as the peer: measureRTT re-executes
-// os.Executable(), which in a test is this binary.
-func TestMain(m *testing.M) {
-	if isPeer() {
-		os.Exit(peerMain())
-	}
-	os.Exit(m.Run())
-}
+// Short runs with real processes. Never assert speed: these machines are
+// shared, and the race detector slows everything.
 
-const tinyRounds = 200
-
-func tinyOptions() Options {
-	return Options{Rounds: tinyRounds, Warmup: 20, Timeout: time.Minute}
-}
+const (
+	testMsgs   = 2000
+	testRounds = 200
+)
 
 // leftovers lists this process's passbench files in /dev/shm.
 func leftovers(t *testing.T) []string {
@@ -38,199 +33,414 @@ func leftovers(t *testing.T) []string {
 	return m
 }
 
-func checkResult(t *testing.T, r Result, transport string, rounds int64) {
+func checkNoLeftovers(t *testing.T) {
 	t.Helper()
-	if r.Transport != transport {
-		t.Errorf("transport = %q, want %q", r.Transport, transport)
-	}
-	if r.Hist == nil {
-		t.Fatalf("%s: no histogram", transport)
-	}
-	if got := r.Hist.TotalCount(); got != rounds {
-		t.Errorf("%s: histogram holds %d rounds, want exactly %d", transport, got, rounds)
-	}
-	if r.Rounds != rounds {
-		t.Errorf("%s: Rounds = %d, want %d", transport, r.Rounds, rounds)
-	}
-	if r.Min <= 0 {
-		t.Errorf("%s: min %d ns is not positive", transport, r.Min)
-	}
-	order := []struct {
-		name string
-		v    int64
-	}{{"min", r.Min}, {"p50", r.P50}, {"p90", r.P90}, {"p99", r.P99}, {"p99.9", r.P999}, {"max", r.Max}}
-	for i := 1; i < len(order); i++ {
-		if order[i-1].v > order[i].v {
-			t.Errorf("%s: %s %d ns > %s %d ns", transport, order[i-1].name, order[i-1].v, order[i].name, order[i].v)
-		}
-	}
-	if r.Mean < float64(r.Min) || r.Mean > float64(r.Max) {
-		t.Errorf("%s: mean %.1f outside [%d, %d]", transport, r.Mean, r.Min, r.Max)
-	}
-}
-
-func TestFloors(t *testing.T) {
-	results, err := runFloors(t.Context(), tinyOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(results) != 2 {
-		t.Fatalf("got %d results, want spin and futex", len(results))
-	}
-	checkResult(t, results[0], "spin", tinyRounds)
-	checkResult(t, results[1], "futex", tinyRounds)
 	if l := leftovers(t); len(l) != 0 {
 		t.Errorf("left behind: %v", l)
 	}
+}
 
-	var table bytes.Buffer
-	if err := writeTable(&table, newReport(results)); err != nil {
+// checkLatency checks a distribution's shape: ordered, positive, and
+// holding exactly n values.
+func checkLatency(t *testing.T, r *Result, n int64) {
+	t.Helper()
+	if r.Hist == nil || r.Hist.TotalCount() != n {
+		t.Fatalf("%s: histogram holds %v values, want %d", r.name(), r.Hist.TotalCount(), n)
+	}
+	l := r.Latency
+	order := []int64{l.Min, l.P50, l.P90, l.P99, l.P999, l.Max}
+	if l.Min <= 0 {
+		t.Errorf("%s: min %d ns is not positive", r.name(), l.Min)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i-1] > order[i] {
+			t.Errorf("%s: percentiles out of order: %+v", r.name(), l)
+		}
+	}
+	if l.Mean < float64(l.Min) || l.Mean > float64(l.Max) {
+		t.Errorf("%s: mean %.1f outside [%d, %d]", r.name(), l.Mean, l.Min, l.Max)
+	}
+}
+
+func testRunSpec(transport, mode string) runSpec {
+	return runSpec{Transport: transport, Mode: mode, Producers: 2, Consumers: 2, Messages: testMsgs,
+		Payload: defaultPayload, Capacity: 64, Timeout: time.Minute}
+}
+
+func TestRunEachTransport(t *testing.T) {
+	for _, tm := range compareThroughput {
+		t.Run(tm[0]+"/"+tm[1], func(t *testing.T) {
+			r, err := runThroughput(t.Context(), testRunSpec(tm[0], tm[1]), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != 0 {
+				t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d; want all 0", r.Lost, r.Corrupt, r.Duplicated, r.Killed)
+			}
+			if err := failure(&r); err != nil {
+				t.Error(err)
+			}
+			if r.Kind != kindThroughput || r.Transport != tm[0] || r.Mode != tm[1] || r.Producers != 2 || r.Consumers != 2 || r.Messages != testMsgs {
+				t.Errorf("result = %+v", r)
+			}
+			if r.Seconds <= 0 || r.MsgsPerSec <= 0 {
+				t.Errorf("seconds %v, msgs/s %v", r.Seconds, r.MsgsPerSec)
+			}
+			checkLatency(t, &r, testMsgs)
+			if (tm[0] == "ring") != (r.Ring != nil) {
+				t.Errorf("ring stats = %+v", r.Ring)
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+func TestTimedRun(t *testing.T) {
+	s := testRunSpec("uds", "")
+	s.Messages, s.Duration = 0, 200*time.Millisecond
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"machine:", "kernel:", "transport", "p99.9 µs", "spin", "futex", "200"} {
-		if !strings.Contains(table.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, table.String())
-		}
+	if r.Messages <= 0 || r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 {
+		t.Errorf("messages %d, lost %d, corrupt %d, duplicated %d", r.Messages, r.Lost, r.Corrupt, r.Duplicated)
+	}
+	checkLatency(t, &r, r.Messages)
+}
+
+// A producer damages one message after sealing it; a consumer must catch
+// it, count it as corrupt, and the message counts as lost too.
+func TestCorruptMessageDetected(t *testing.T) {
+	for _, tr := range []string{"ring", "chan"} {
+		t.Run(tr, func(t *testing.T) {
+			s := testRunSpec(tr, "")
+			s.corrupt = &corruptAt{Producer: 1, Seq: 700}
+			r, err := runThroughput(t.Context(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Corrupt != 1 || r.Lost != 1 || r.Duplicated != 0 {
+				t.Errorf("corrupt %d, lost %d, duplicated %d; want 1, 1, 0", r.Corrupt, r.Lost, r.Duplicated)
+			}
+			err = failure(&r)
+			if err == nil || !strings.Contains(err.Error(), "1 corrupt") || !strings.Contains(err.Error(), "checksum") || cliutil.Code(err) != 1 {
+				t.Errorf("failure = %v", err)
+			}
+		})
 	}
 }
 
-func TestRTTCommandJSON(t *testing.T) {
-	var out, errOut bytes.Buffer
-	args := []string{"passbench", "rtt", "--transport", "futex", "--rounds", strconv.Itoa(tinyRounds), "--warmup", "10", "--json"}
-	if err := newApp(&out, &errOut).RunContext(t.Context(), args); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
-	}
-	if rep.Format != ReportFormat {
-		t.Errorf("format = %q", rep.Format)
-	}
-	if rep.Machine.NProc < 1 || rep.Machine.Kernel == "" || rep.Machine.CPUModel == "" {
-		t.Errorf("machine = %+v", rep.Machine)
-	}
-	if _, err := time.Parse(time.RFC3339, rep.Date); err != nil {
-		t.Errorf("date: %v", err)
-	}
-	if len(rep.Results) != 1 {
-		t.Fatalf("got %d results, want 1", len(rep.Results))
-	}
-	r := rep.Results[0]
-	r.Hist = nil
-	if r.Transport != "futex" || r.Rounds != tinyRounds || r.Warmup != 10 {
-		t.Errorf("result = %+v", r)
-	}
-	if !(0 < r.P50 && r.P50 <= r.P99 && r.P99 <= r.Max) {
-		t.Errorf("percentiles out of order: %+v", r)
-	}
-
-	// The key names are the stable interface.
-	var raw map[string]any
-	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
+func TestRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	s := testRunSpec("pipe", "")
+	s.Record = dir
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	first := raw["results"].([]any)[0].(map[string]any)
-	for _, k := range []string{"transport", "rounds", "warmup", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns"} {
-		if _, ok := first[k]; !ok {
-			t.Errorf("result lacks %q: %v", k, first)
+	if r.Lost != 0 || r.Corrupt != 0 {
+		t.Fatalf("lost %d, corrupt %d", r.Lost, r.Corrupt)
+	}
+	got := map[[2]int]int{}
+	lines := 0
+	for c := range s.Consumers {
+		b, err := os.ReadFile(filepath.Join(dir, "consumer-"+strconv.Itoa(c)+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			var p, seq int
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				t.Fatalf("bad line %q", line)
+			}
+			p, err1 := strconv.Atoi(f[0])
+			seq, err2 := strconv.Atoi(f[1])
+			if err1 != nil || err2 != nil {
+				t.Fatalf("bad line %q", line)
+			}
+			got[[2]int{p, seq}]++
+			lines++
 		}
 	}
-	for _, k := range []string{"format", "date", "machine", "clock_read_ns", "results"} {
-		if _, ok := raw[k]; !ok {
-			t.Errorf("report lacks %q", k)
+	if lines != testMsgs {
+		t.Errorf("%d lines, want %d", lines, testMsgs)
+	}
+	for p := range s.Producers {
+		for seq := range testMsgs / s.Producers {
+			if n := got[[2]int{p, seq}]; n != 1 {
+				t.Errorf("producer %d seq %d recorded %d times", p, seq, n)
+			}
 		}
 	}
 }
 
-func TestDefaultActionTable(t *testing.T) {
+func TestRTTEachTransport(t *testing.T) {
+	for _, tm := range compareRTT {
+		t.Run(tm[0]+"/"+tm[1], func(t *testing.T) {
+			s := rttSpec{Transport: tm[0], Mode: tm[1], Options: Options{Rounds: testRounds, Warmup: 20, Timeout: time.Minute},
+				Payload: defaultPayload, Capacity: defaultCapacity}
+			r, err := measureRTT(t.Context(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind != kindRTT || r.Transport != tm[0] || r.Mode != tm[1] || r.Messages != testRounds || r.Warmup != 20 {
+				t.Errorf("result = %+v", r)
+			}
+			checkLatency(t, &r, testRounds)
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// runApp runs the command line in-process and returns stdout and the
+// exit status main would give.
+func runApp(t *testing.T, args ...string) (string, int, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	args := []string{"passbench", "--rounds", "50", "--warmup", "5"}
-	if err := newApp(&out, &errOut).RunContext(t.Context(), args); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
+	err := newApp(&out, &errOut).RunContext(t.Context(), append([]string{"passbench"}, args...))
+	return out.String(), cliutil.Code(err), err
+}
+
+// The fields the issue asks for in every run's JSON.
+var wantRunFields = []string{"transport", "mode", "producers", "consumers", "payload_bytes", "messages",
+	"seconds", "msgs_per_sec", "latency_ns", "lost", "duplicated", "corrupt", "killed"}
+
+func checkRunJSON(t *testing.T, obj map[string]any) {
+	t.Helper()
+	for _, k := range wantRunFields {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("run lacks %q: %v", k, obj)
+		}
 	}
-	for _, want := range []string{"spin", "futex", "p50 µs"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	lat, _ := obj["latency_ns"].(map[string]any)
+	for _, k := range []string{"p50", "p99", "p999", "max"} {
+		if v, ok := lat[k].(float64); !ok || v <= 0 {
+			t.Errorf("latency_ns.%s = %v", k, lat[k])
+		}
+	}
+	for _, k := range []string{"lost", "corrupt"} {
+		if obj[k] != 0.0 {
+			t.Errorf("%s = %v", k, obj[k])
 		}
 	}
 }
 
-func TestBadArguments(t *testing.T) {
+func TestRunCommandJSON(t *testing.T) {
+	out, code, err := runApp(t, "run", "--transport", "uds", "--producers", "2", "--consumers", "2",
+		"--messages", strconv.Itoa(testMsgs), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	checkRunJSON(t, obj)
+	for _, k := range []string{"format", "date", "machine", "clock_read_ns"} {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("lacks %q", k)
+		}
+	}
+	if obj["transport"] != "uds" || obj["mode"] != modeBlock || obj["messages"] != float64(testMsgs) || obj["kind"] != kindThroughput {
+		t.Errorf("got %v", obj)
+	}
+}
+
+func TestRTTCommandJSONAndPlot(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "rtt.png")
+	out, code, err := runApp(t, "rtt", "--transport", "ring", "--mode", "block", "--rounds", strconv.Itoa(testRounds),
+		"--warmup", "10", "--json", "--plot", plot)
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	checkRunJSON(t, obj)
+	if obj["kind"] != kindRTT || obj["messages"] != float64(testRounds) {
+		t.Errorf("got %v", obj)
+	}
+	checkPicture(t, plot, "\x89PNG")
+}
+
+func checkPicture(t *testing.T, path, magic string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 1000 || !strings.HasPrefix(string(b), magic) {
+		t.Errorf("%s: %d bytes starting %q", path, len(b), b[:min(len(b), 16)])
+	}
+}
+
+// The default comparison, scaled down: every run, the goals, the table.
+func TestCompare(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "cmp.svg")
+	out, code, err := runApp(t, "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--json", "--plot", plot)
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var raw struct {
+		Format string           `json:"format"`
+		Runs   []map[string]any `json:"runs"`
+		Ratios []map[string]any `json:"ratios"`
+	}
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if raw.Format != compareFormat || len(raw.Runs) != len(compareThroughput)+len(compareRTT) {
+		t.Fatalf("format %q, %d runs", raw.Format, len(raw.Runs))
+	}
+	for _, r := range raw.Runs {
+		checkRunJSON(t, r)
+	}
+	goals := 0
+	for _, r := range raw.Ratios {
+		if _, ok := r["met"]; ok {
+			goals++
+			if _, ok := r["goal"]; !ok {
+				t.Errorf("goal without a goal: %v", r)
+			}
+		}
+	}
+	if goals != 4 {
+		t.Errorf("%d goals, want 4: %v", goals, raw.Ratios)
+	}
+	checkPicture(t, plot, "<?xml")
+
+	var rep CompareReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := writeCompareText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"machine:", "ring/poll", "ring/block", "uds", "pipe", "chan", "spin", "futex", "÷ ring/poll", "goals", "goal >= 30"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, text.String())
+		}
+	}
+	checkNoLeftovers(t)
+}
+
+func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"passbench", "rtt", "--transport", "carrier-pigeon"},
-		{"passbench", "rtt", "--transport", "spin", "--rounds", "-1"},
-		{"passbench", "rtt", "--transport", "spin", "--timeout", "0s"},
+		{"frobnicate"},
+		{"--messages", "10", "--duration", "1s"},
+		{"--no-such-flag"},
+		{"run", "--transport", "carrier-pigeon"},
+		{"run", "--transport", "spin"},
+		{"run", "--transport", "uds", "--mode", "poll"},
+		{"run", "--messages", "10", "--duration", "1s"},
+		{"run", "--capacity", "1000"},
+		{"run", "--payload", "8"},
+		{"run", "--payload", "5000"},
+		{"run", "--transport", "pipe", "--slot-size", "128"},
+		{"run", "--slot-size", "96"},
+		{"run", "--producers", "0"},
+		{"run", "--plot", "out.txt"},
+		{"run", "extra"},
+		{"rtt", "--transport", "chan"},
+		{"rtt", "--rounds", "-1"},
+		{"rtt", "--transport", "spin", "--timeout", "0s"},
 	} {
-		var out, errOut bytes.Buffer
-		if err := newApp(&out, &errOut).RunContext(t.Context(), args); err == nil {
-			t.Errorf("%v: no error", args)
+		out, code, err := runApp(t, args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d (%v), want 2", args, code, err)
+		}
+		if out != "" {
+			t.Errorf("%v: printed %q", args, out)
 		}
 	}
 }
 
-// A run that cannot finish must end at its deadline or on cancellation, with
-// the peer reaped and nothing left in /dev/shm.
+// A run that cannot finish must end at its deadline or on cancellation,
+// with every process reaped and nothing left in /dev/shm.
 func TestAbortPaths(t *testing.T) {
-	huge := Options{Rounds: maxRounds / 2, Timeout: time.Minute}
-	for _, tr := range transports {
-		t.Run(tr.Name+"/cancel", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	for _, tr := range []string{"ring", "pipe", "chan"} {
+		huge := testRunSpec(tr, "")
+		huge.Messages, huge.Duration = 0, time.Hour
+		t.Run(tr+"/cancel", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 			defer cancel()
-			_, err := measureRTT(ctx, tr, huge)
+			_, err := runThroughput(ctx, huge, nil)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("err = %v, want the context's deadline", err)
 			}
-			if l := leftovers(t); len(l) != 0 {
-				t.Errorf("left behind: %v", l)
-			}
+			checkNoLeftovers(t)
 		})
-		t.Run(tr.Name+"/timeout", func(t *testing.T) {
-			o := huge
-			o.Timeout = 500 * time.Millisecond
-			_, err := measureRTT(t.Context(), tr, o)
-			if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Run(tr+"/timeout", func(t *testing.T) {
+			s := huge
+			s.Timeout = 500 * time.Millisecond
+			_, err := runThroughput(t.Context(), s, nil)
+			if !errors.Is(err, errTimedOut) {
 				t.Errorf("err = %v, want a time-out", err)
 			}
-			if l := leftovers(t); len(l) != 0 {
-				t.Errorf("left behind: %v", l)
+			checkNoLeftovers(t)
+		})
+	}
+	hugeRTT := Options{Rounds: maxRounds / 2, Timeout: time.Minute}
+	for _, tr := range []string{"ring", "spin", "futex"} {
+		t.Run("rtt-"+tr+"/cancel", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			_, err := measureRTT(ctx, rttSpec{Transport: tr, Options: hugeRTT, Payload: defaultPayload, Capacity: defaultCapacity}, nil)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want the context's deadline", err)
 			}
+			checkNoLeftovers(t)
 		})
 	}
 }
 
-func TestMicros(t *testing.T) {
-	for ns, want := range map[float64]string{
-		273:     "0.273",
-		999:     "0.999",
-		2540:    "2.54",
-		56400:   "56.4",
-		3335000: "3335",
-	} {
-		if got := micros(ns); got != want {
-			t.Errorf("micros(%v) = %q, want %q", ns, got, want)
-		}
-	}
+// killOne is a chaos agent that kills consumer 0 soon after the start.
+type killOne struct {
+	done chan struct{}
+	did  bool
 }
 
-func TestCPUModel(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, s string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
+func (k *killOne) start(ctx context.Context, f *fleet) {
+	go func() {
+		defer close(k.done)
+		select {
+		case <-time.After(200 * time.Millisecond):
+			k.did = f.kill(roleConsumer, 0)
+		case <-ctx.Done():
 		}
-		return p
+	}()
+}
+
+func (k *killOne) killed() int {
+	<-k.done
+	if k.did {
+		return 1
 	}
-	x86 := write("x86", "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n")
-	if got := cpuModel(x86); got != "AMD EPYC 7B13" {
-		t.Errorf("x86: %q", got)
-	}
-	arm := write("arm", "processor\t: 0\nBogoMIPS\t: 50.00\nHardware\t: BCM2835\n")
-	if got := cpuModel(arm); got != "BCM2835" {
-		t.Errorf("arm: %q", got)
-	}
-	if got := cpuModel(filepath.Join(dir, "missing")); got != "unknown" {
-		t.Errorf("missing: %q", got)
+	return 0
+}
+
+// A worker that dies fails the run at once: nothing waits for the timeout.
+func TestWorkerDeathFailsRun(t *testing.T) {
+	for _, tr := range []string{"ring", "pipe"} {
+		t.Run(tr, func(t *testing.T) {
+			s := testRunSpec(tr, "")
+			s.Messages, s.Duration, s.Timeout = 0, time.Hour, 2*time.Minute
+			k := &killOne{done: make(chan struct{})}
+			s.chaos = k
+			_, err := runThroughput(t.Context(), s, nil)
+			if err == nil || errors.Is(err, errTimedOut) || !strings.Contains(err.Error(), "consumer 0") {
+				t.Errorf("err = %v, want consumer 0's death", err)
+			}
+			if k.killed() != 1 {
+				t.Error("the consumer was not killed")
+			}
+			checkNoLeftovers(t)
+		})
 	}
 }

@@ -1,38 +1,149 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strings"
 )
 
-// transport is one way for two processes to pass a turn back and forth.
-type transport struct {
-	Name          string
-	DefaultRounds int
-	Sleep         bool // waiters sleep in FutexWait instead of spinning
-	About         string
+// Modes of waiting. Only the ring has both; the kernel transports and the
+// channel always block, and the spin floor always polls.
+const (
+	modePoll  = "poll"  // busy-poll with non-blocking calls, yielding now and then
+	modeBlock = "block" // blocking calls: sleep until the other side acts
+)
+
+// transportInfo describes one transport passbench can measure.
+type transportInfo struct {
+	Name  string
+	Modes []string // the first is the default
+	About string   // what it does per message: the table in docs/bench.md says the same
+
+	Throughput bool // measurable by `run`
+	RTT        bool // measurable by `rtt`
+	InProcess  bool // every role is a goroutine of one process (chan)
+
+	// DefaultRounds is the rtt rounds per mode when --rounds is not given.
+	DefaultRounds map[string]int
+
+	newLane func(laneConfig) (lane, error)                                                   // message transports
+	openEnd func(ctx context.Context, c laneConfig, e endSpec, write bool) (endpoint, error) // in a child process
+	floor   *floor                                                                           // spin and futex: a raw word, not messages
 }
 
-// transports lists what passbench measures, in report order. For now these
-// are the two hardware floors that any shared-memory transport sits on.
-var transports = []transport{
-	{Name: "spin", DefaultRounds: 100000, About: "both sides spin on one shared word (cache-line ping-pong)"},
-	{Name: "futex", DefaultRounds: 20000, Sleep: true, About: "both sides sleep in FUTEX_WAIT on the word; the writer FUTEX_WAKEs"},
+var transports = []*transportInfo{
+	{
+		Name: "ring", Modes: []string{modePoll, modeBlock}, Throughput: true, RTT: true,
+		About:         "poll: TryPush / TryPop in a loop, with a short pause between failed tries and runtime.Gosched after 64 in a row; block: Push(ctx) / Pop(ctx), which re-try, yield, then sleep on the ring's futex",
+		DefaultRounds: map[string]int{modePoll: 100000, modeBlock: 20000},
+		newLane:       newRingLane, openEnd: openRingEnd,
+	},
+	{
+		Name: "uds", Modes: []string{modeBlock}, Throughput: true, RTT: true,
+		About:         "one write(2) and one read(2) of a whole message on a blocking AF_UNIX SOCK_SEQPACKET socket pair",
+		DefaultRounds: map[string]int{modeBlock: 20000},
+		newLane:       newUDSLane, openEnd: openFDEnd,
+	},
+	{
+		Name: "pipe", Modes: []string{modeBlock}, Throughput: true, RTT: true,
+		About:         "one write(2) and one read(2) of a whole message on a blocking pipe (atomic: at most PIPE_BUF bytes)",
+		DefaultRounds: map[string]int{modeBlock: 20000},
+		newLane:       newPipeLane, openEnd: openFDEnd,
+	},
+	{
+		Name: "chan", Modes: []string{modeBlock}, Throughput: true, InProcess: true,
+		About:   "one send and one receive of a [N]byte value on a buffered Go channel, producers and consumers being goroutines of one process",
+		newLane: newChanLane,
+	},
+	{
+		Name: "spin", Modes: []string{modePoll}, RTT: true, floor: &floors[0],
+		DefaultRounds: map[string]int{modePoll: floors[0].DefaultRounds},
+		About:         floors[0].About,
+	},
+	{
+		Name: "futex", Modes: []string{modeBlock}, RTT: true, floor: &floors[1],
+		DefaultRounds: map[string]int{modeBlock: floors[1].DefaultRounds},
+		About:         floors[1].About,
+	},
 }
 
-func lookupTransport(name string) (transport, error) {
+// lookupTransport finds a transport by name.
+func lookupTransport(name string) (*transportInfo, error) {
 	for _, t := range transports {
 		if t.Name == name {
 			return t, nil
 		}
 	}
-	return transport{}, fmt.Errorf("unknown transport %q (have %s)", name, strings.Join(transportNames(), ", "))
+	return nil, fmt.Errorf("unknown transport %q (have %s)", name, strings.Join(transportNames(nil), ", "))
 }
 
-func transportNames() []string {
-	names := make([]string, len(transports))
-	for i, t := range transports {
-		names[i] = t.Name
+// transportNames lists the transports that pass keep (all if keep is nil).
+func transportNames(keep func(*transportInfo) bool) []string {
+	var names []string
+	for _, t := range transports {
+		if keep == nil || keep(t) {
+			names = append(names, t.Name)
+		}
 	}
 	return names
+}
+
+func canRun(t *transportInfo) bool { return t.Throughput }
+func canRTT(t *transportInfo) bool { return t.RTT }
+
+// mode resolves a requested mode ("" for the default) for this transport.
+func (t *transportInfo) mode(m string) (string, error) {
+	if m == "" {
+		return t.Modes[0], nil
+	}
+	for _, have := range t.Modes {
+		if m == have {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("transport %s has no mode %q (have %s)", t.Name, m, strings.Join(t.Modes, ", "))
+}
+
+// laneConfig is what every process needs to know to create or open a lane.
+type laneConfig struct {
+	Transport    string `json:"transport"`
+	Mode         string `json:"mode"`
+	Payload      int    `json:"payload"`
+	Capacity     int    `json:"capacity"`
+	SlotSize     int    `json:"slot_size,omitempty"` // ring: 0 for the smallest that fits Payload
+	Participants int    `json:"participants,omitempty"`
+}
+
+// endSpec tells a child process where one end of a lane is: a ring file's
+// path, or the number of an inherited file descriptor.
+type endSpec struct {
+	Path string `json:"path,omitempty"`
+	FD   int    `json:"fd,omitempty"`
+}
+
+// A lane carries messages one way. The parent creates it; processes open
+// its write end (senders) or its read end (receivers).
+type lane interface {
+	// share returns what a child process needs to open one end: for a
+	// file descriptor, the file it must inherit (the launcher fills in
+	// endSpec.FD).
+	share(write bool) (endSpec, *os.File, error)
+	// open opens one end in this process; the lane keeps ownership.
+	open(ctx context.Context, write bool) (endpoint, error)
+	// detach is called once every child has opened its end: it unlinks
+	// names and closes the parent's copies of ends it does not use, so
+	// nothing is left behind and a dead peer shows as EPIPE.
+	detach() error
+	// capacity is how many messages the lane buffers, or 0 if unknown.
+	capacity() int
+	close() error
+}
+
+// An endpoint is one process's end of a lane. The producer, consumer and
+// echo loops are written once against it: transports differ only here.
+type endpoint interface {
+	send(msg []byte) error        // one whole message
+	recv(buf []byte) (int, error) // one whole message; buf is exactly the payload size
+	close() error
 }

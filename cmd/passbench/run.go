@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// runSpec is one measured throughput run (`passbench run`).
+type runSpec struct {
+	Transport string
+	Mode      string // "" for the transport's default
+	Producers int
+	Consumers int
+	Messages  int64         // in all; 0 for a timed run
+	Duration  time.Duration // producers stop after this long; 0 for a counted run
+	Payload   int
+	Capacity  int
+	SlotSize  int    // ring only; 0 for the smallest that fits
+	Record    string // directory for the consumers' lists of what they received
+	Timeout   time.Duration
+
+	corrupt *corruptAt // tests only: one producer damages one message
+	chaos   chaosAgent // nil: no --chaos yet
+}
+
+// chaosAgent is the hook for --chaos, which needs the scheduler (sched/)
+// and is not written yet. start is called as the run starts, and may kill
+// workers while it goes on (the consumers will then lease with Claim/Ack
+// instead of Pop); killed is called once the consumers are done and says
+// how many workers it killed, which excuses duplicates in the result.
+type chaosAgent interface {
+	start(ctx context.Context, f *fleet)
+	killed() int
+}
+
+// Limits of the command line.
+const (
+	maxWorkers     = 256 // producers, and consumers
+	defaultRunMsgs = 1_000_000
+)
+
+// check validates the spec and fills in defaults; errors are usage errors.
+func (s *runSpec) check() (*transportInfo, error) {
+	tr, err := lookupTransport(s.Transport)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if !tr.Throughput {
+		return nil, cliutil.Usage("transport %s measures round trips only (use rtt); run takes %v", tr.Name, transportNames(canRun))
+	}
+	if s.Mode, err = tr.mode(s.Mode); err != nil {
+		return nil, usageErr(err)
+	}
+	switch {
+	case s.Producers < 1 || s.Producers > maxWorkers:
+		return nil, cliutil.Usage("--producers must be in [1, %d], got %d", maxWorkers, s.Producers)
+	case s.Consumers < 1 || s.Consumers > maxWorkers:
+		return nil, cliutil.Usage("--consumers must be in [1, %d], got %d", maxWorkers, s.Consumers)
+	case s.Messages < 0 || s.Duration < 0:
+		return nil, cliutil.Usage("--messages and --duration must not be negative")
+	case s.Messages > 0 && s.Duration > 0:
+		return nil, cliutil.Usage("give --messages or --duration, not both")
+	case s.Messages > int64(s.Producers)*maxSeq:
+		return nil, cliutil.Usage("--messages must stay below %d per producer", int64(maxSeq))
+	case s.Timeout <= 0:
+		return nil, cliutil.Usage("--timeout must be positive, got %v", s.Timeout)
+	}
+	if s.Messages == 0 && s.Duration == 0 {
+		s.Messages = defaultRunMsgs
+	}
+	if err := checkLane(tr, s.Payload, s.Capacity, s.SlotSize); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// checkLane validates what a lane is made of.
+func checkLane(tr *transportInfo, payload, capacity, slotSize int) error {
+	switch {
+	case payload < minPayload || payload > maxPayload:
+		return cliutil.Usage("--payload must be in [%d, %d] bytes, got %d", minPayload, maxPayload, payload)
+	case capacity < 1 || capacity > 1<<24:
+		return cliutil.Usage("--capacity must be in [1, %d], got %d", 1<<24, capacity)
+	case tr.Name == "ring" && capacity&(capacity-1) != 0:
+		return cliutil.Usage("--capacity of a ring must be a power of two, got %d", capacity)
+	case slotSize != 0 && tr.Name != "ring":
+		return cliutil.Usage("--slot-size applies to the ring only")
+	case slotSize != 0 && (slotSize%64 != 0 || slotSize < int(transport.SlotSizeFor(payload))):
+		return cliutil.Usage("--slot-size must be a multiple of 64 of at least %d for a %d-byte payload, got %d",
+			transport.SlotSizeFor(payload), payload, slotSize)
+	}
+	return nil
+}
+
+// perProducer splits the messages among the producers (nil: timed run).
+func (s *runSpec) perProducer() []int64 {
+	if s.Messages == 0 {
+		return nil
+	}
+	per := make([]int64, s.Producers)
+	for p := range per {
+		per[p] = s.Messages / int64(s.Producers)
+		if int64(p) < s.Messages%int64(s.Producers) {
+			per[p]++
+		}
+	}
+	return per
+}
+
+// runThroughput performs one run: P producers and C consumers (processes,
+// or goroutines for chan) pass messages through one lane; the parent starts
+// them together, waits for the producers, sends one end marker per
+// consumer, waits for the consumers, and merges what they report.
+func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error) {
+	tr, err := s.check()
+	if err != nil {
+		return Result{}, err
+	}
+	if s.Record != "" {
+		if err := os.MkdirAll(s.Record, 0o755); err != nil {
+			return Result{}, err
+		}
+	}
+	f, err := newFleet(ctx, tr, s.Producers+s.Consumers, s.Timeout)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, f.stop()) }()
+	ctx = f.ctx
+
+	cfg := laneConfig{Transport: tr.Name, Mode: s.Mode, Payload: s.Payload, Capacity: s.Capacity,
+		SlotSize: s.SlotSize, Participants: s.Producers + s.Consumers + 2}
+	ln, err := f.newLane(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	marker, err := ln.open(ctx, true) // the parent's own end, for the end markers
+	if err != nil {
+		return Result{}, err
+	}
+	base := job{Lane: cfg, Producers: s.Producers, PerProducer: s.perProducer(), Corrupt: s.corrupt}
+	for i := range s.Producers {
+		j := base
+		j.Role, j.Index, j.ID = roleProducer, i, i
+		if err := f.spawn(j, ln, nil); err != nil {
+			return Result{}, err
+		}
+	}
+	for i := range s.Consumers {
+		j := base
+		j.Role, j.Index, j.ID = roleConsumer, s.Producers+i, i
+		if s.Record != "" {
+			j.Record = filepath.Join(s.Record, fmt.Sprintf("consumer-%d.txt", i))
+		}
+		if err := f.spawn(j, nil, ln); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := f.awaitReady(); err != nil {
+		return Result{}, err
+	}
+
+	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), s.Messages, s.Duration, f.ctl.progress)
+	defer stopBar()
+	f.ctl.begin(s.Duration)
+	if s.chaos != nil {
+		s.chaos.start(ctx, f)
+	}
+	prods, err := f.wait(roleProducer)
+	if err != nil {
+		return Result{}, err
+	}
+	end := endMsg(s.Payload)
+	for range s.Consumers {
+		if err := marker.send(end); err != nil {
+			return Result{}, fmt.Errorf("sending an end marker: %w (%v)", err, f.why())
+		}
+	}
+	cons, err := f.wait(roleConsumer)
+	if err != nil {
+		return Result{}, err
+	}
+	stopBar()
+	killed := 0
+	if s.chaos != nil {
+		killed = s.chaos.killed()
+	}
+
+	res = tally(prods, cons)
+	res.Kind, res.Transport, res.Mode = kindThroughput, tr.Name, s.Mode
+	res.Producers, res.Consumers, res.PayloadBytes = s.Producers, s.Consumers, s.Payload
+	res.Capacity, res.Killed = ln.capacity(), killed
+	if rl, ok := ln.(*ringLane); ok {
+		res.Ring = rl.stats()
+	}
+	return res, nil
+}
+
+// tally merges the workers' reports: the measured interval runs from the
+// first send to the last receive, both read on the shared CLOCK_MONOTONIC.
+func tally(prods, cons []*report) Result {
+	var res Result
+	sent := make([]int64, len(prods))
+	first := int64(0)
+	for _, p := range prods {
+		sent[p.ID] = p.Sent
+		res.Messages += p.Sent
+		if p.Sent > 0 && (first == 0 || p.First < first) {
+			first = p.First
+		}
+	}
+	rec := newRecorder()
+	var sets []*seenSet
+	var received, last int64
+	for _, c := range cons {
+		received += c.Received
+		res.Corrupt += c.Corrupt
+		if c.Why != "" && res.why == "" {
+			res.why = fmt.Sprintf("consumer %d: %s", c.ID, c.Why)
+		}
+		last = max(last, c.Last)
+		if c.rec != nil {
+			rec.merge(c.rec)
+		}
+		if c.seen != nil {
+			sets = append(sets, c.seen)
+		}
+	}
+	distinct, extra := union(sets, sent)
+	res.Corrupt += extra
+	res.Lost = res.Messages - distinct
+	res.Duplicated = received - distinct - extra
+	if first != 0 && last > first {
+		res.Seconds = float64(last-first) / 1e9
+		res.MsgsPerSec = float64(distinct) / res.Seconds
+	}
+	rec.fill(&res)
+	return res
+}
+
+// failure says why a finished run counts as failed: messages lost or
+// corrupt, or duplicated although nobody was killed. nil if healthy.
+func failure(r *Result) error {
+	var errs []error
+	if r.Lost > 0 {
+		errs = append(errs, fmt.Errorf("%d lost", r.Lost))
+	}
+	if r.Corrupt > 0 {
+		what := fmt.Errorf("%d corrupt", r.Corrupt)
+		if r.why != "" {
+			what = fmt.Errorf("%d corrupt (first: %s)", r.Corrupt, r.why)
+		}
+		errs = append(errs, what)
+	}
+	if r.Duplicated > 0 && r.Killed == 0 {
+		errs = append(errs, fmt.Errorf("%d duplicated with no worker killed", r.Duplicated))
+	}
+	if errs == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", r.name(), joinComma(errs))
+}
+
+// joinComma joins errors on one line.
+func joinComma(errs []error) error {
+	s := ""
+	for i, e := range errs {
+		if i > 0 {
+			s += ", "
+		}
+		s += e.Error()
+	}
+	return errors.New(s)
+}

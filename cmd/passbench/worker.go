@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// Worker roles.
+const (
+	roleProducer = "producer" // sends its share of the messages
+	roleConsumer = "consumer" // receives and verifies until an end marker
+	roleEcho     = "echo"     // sends back every message (the far side of rtt)
+)
+
+// job is everything a worker needs; a worker process gets it as JSON.
+type job struct {
+	Role        string     `json:"role"`
+	Index       int        `json:"index"` // line in the control file
+	ID          int        `json:"id"`    // producer id, or consumer number
+	Lane        laneConfig `json:"lane"`
+	Producers   int        `json:"producers"`              // valid producer ids are [0, Producers)
+	PerProducer []int64    `json:"per_producer,omitempty"` // messages each producer sends; nil in a timed run
+	Workers     int        `json:"workers"`                // lines in the control file
+	Control     string     `json:"control"`                // control file path
+	Tx          endSpec    `json:"tx"`                     // where a producer or echo sends
+	Rx          endSpec    `json:"rx"`                     // where a consumer or echo receives
+	Record      string     `json:"record,omitempty"`       // consumer: file to list received messages in
+	Corrupt     *corruptAt `json:"corrupt,omitempty"`      // tests only
+}
+
+// report is what a worker hands back when it is done.
+type report struct {
+	Role     string `json:"role"`
+	ID       int    `json:"id"`
+	Sent     int64  `json:"sent,omitempty"`     // producer: messages sent
+	Received int64  `json:"received,omitempty"` // consumer: valid messages, copies included
+	Corrupt  int64  `json:"corrupt,omitempty"`  // consumer: messages that failed verification
+	Why      string `json:"why,omitempty"`      // consumer: the first verification failure
+	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive
+	Last     int64  `json:"last,omitempty"`     // ... and of the last
+
+	// A consumer's received set and latencies, in memory and on the wire.
+	seen     *seenSet
+	rec      *recorder
+	SeenWire [][]byte      `json:"seen,omitempty"`
+	RecWire  *wireRecorder `json:"latency,omitempty"`
+}
+
+// toWire prepares a report for printing by a worker process.
+func (r *report) toWire() error {
+	var err error
+	if r.seen != nil {
+		if r.SeenWire, err = r.seen.encode(); err != nil {
+			return err
+		}
+	}
+	if r.rec != nil {
+		w, err := r.rec.wire()
+		if err != nil {
+			return err
+		}
+		r.RecWire = &w
+	}
+	return nil
+}
+
+// fromWire is the inverse of toWire, in the parent.
+func (r *report) fromWire() error {
+	var err error
+	if r.SeenWire != nil {
+		if r.seen, err = decodeSeen(r.SeenWire); err != nil {
+			return err
+		}
+	}
+	if r.RecWire != nil {
+		if r.rec, err = r.RecWire.recorder(); err != nil {
+			return fmt.Errorf("latency histogram: %w", err)
+		}
+	}
+	return nil
+}
+
+// runWorker is a worker's life after its ends are open, the same in a
+// worker process and in a goroutine: say ready, wait for go, do the role.
+func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint) (*report, error) {
+	ctl.markReady(j.Index)
+	_, deadline, err := ctl.awaitGo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, progress := ctl.worker(j.Index)
+	switch j.Role {
+	case roleProducer:
+		return produce(ctx, j, tx, deadline)
+	case roleConsumer:
+		return consume(j, rx, progress)
+	case roleEcho:
+		if err := echo(j, rx, tx); err != nil {
+			return nil, err
+		}
+		return &report{Role: roleEcho, ID: j.ID}, nil
+	}
+	return nil, fmt.Errorf("unknown role %q", j.Role)
+}
+
+// workerMain runs a worker process: open the control file and the ends the
+// job names, run, print the report on stdout.
+func workerMain(jobJSON string) (err error) {
+	var j job
+	if err := json.Unmarshal([]byte(jobJSON), &j); err != nil {
+		return fmt.Errorf("bad job: %w", err)
+	}
+	tr, err := lookupTransport(j.Lane.Transport)
+	if err != nil {
+		return err
+	}
+	if tr.openEnd == nil {
+		return fmt.Errorf("transport %s has no ends to open in another process", tr.Name)
+	}
+	ctl, err := openControl(j.Control, j.Workers)
+	if err != nil {
+		return err
+	}
+	defer ctl.close()
+	// The process ends when its parent does (watchParent): no cancellation.
+	ctx := context.Background()
+	var tx, rx endpoint
+	defer func() {
+		for _, e := range []endpoint{tx, rx} {
+			if e != nil {
+				err = errors.Join(err, e.close())
+			}
+		}
+	}()
+	if j.Role == roleProducer || j.Role == roleEcho {
+		if tx, err = tr.openEnd(ctx, j.Lane, j.Tx, true); err != nil {
+			return err
+		}
+	}
+	if j.Role == roleConsumer || j.Role == roleEcho {
+		if rx, err = tr.openEnd(ctx, j.Lane, j.Rx, false); err != nil {
+			return err
+		}
+	}
+	// One goroutine does all the work: keep it on one thread, as the
+	// measuring side does.
+	runtime.LockOSThread()
+	rep, err := runWorker(ctx, &j, ctl, tx, rx)
+	if err != nil {
+		return err
+	}
+	if err := rep.toWire(); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
