@@ -62,7 +62,7 @@ type WatchReport struct {
 	Stale        int
 	Dead         int
 	Free         int
-	Corrupt      int // slots in a state the format does not define: left alone
+	Corrupt      int             // slots in a state the format does not define: left alone
 	Reclaimed    []Participant   // dead participants whose slots this scan freed
 	RingRepairs  []RingRepair    // what each ring's repair did
 	Problems     []string        // what could not be done, and why
