@@ -35,17 +35,28 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 		t := r.tail.Load()
 		lap := r.lay.LapOf(t)
 		w := r.slotWord(t)
-		raw := w.Load()
-		sw := layout.UnpackSlot(raw)
-		d := layout.LapDiff(sw.Lap, lap)
+		// The slot at the tail is usually free: try to take it straight
+		// away. One CAS asks for the cache line once, where a load and
+		// then a CAS would fetch it and then ask again to own it.
+		mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.self, Lap: lap}.Pack()
+		taken := w.CompareAndSwap(layout.SlotWord{Lap: lap}.Pack(), mine)
+		var raw uint64
+		var sw layout.SlotWord
+		d := int32(0)
+		if !taken {
+			raw = w.Load()
+			sw = layout.UnpackSlot(raw)
+			d = layout.LapDiff(sw.Lap, lap)
+		}
 		switch {
-		case d == 0 && sw.State == layout.SlotFree:
-			if raw != (layout.SlotWord{Lap: lap}).Pack() {
-				return r.corrupt(t, raw, sw.Validate(&r.lay))
-			}
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.self, Lap: lap}.Pack()
-			if !w.CompareAndSwap(raw, mine) {
-				continue
+		case taken || d == 0 && sw.State == layout.SlotFree:
+			if !taken {
+				if raw != (layout.SlotWord{Lap: lap}).Pack() {
+					return r.corrupt(t, raw, sw.Validate(&r.lay))
+				}
+				if !w.CompareAndSwap(raw, mine) {
+					continue
+				}
 			}
 			shm.CrashPoint("ring.push.after-claim")
 			r.tail.CompareAndSwap(t, t+1)
