@@ -14,9 +14,14 @@ import (
 // nanoseconds away), then sleep on a futex word in the mapping. The other
 // side issues a wake syscall only when a sleeper has raised the waiter flag,
 // so an uncontended push or pop makes no syscall.
+//
+// The budgets are times, not counts: the other side's reply takes as long
+// as its work, and a wait that gives up after a fixed number of tries
+// sleeps (and pays a wake-up of several microseconds) whenever that work
+// takes a little longer than the tries.
 const (
-	spinTries  = 64 // tight re-tries before yielding
-	yieldTries = 16 // runtime.Gosched re-tries before sleeping
+	spinFor  = 20 * time.Microsecond // re-try with short pauses this long
+	yieldFor = 30 * time.Microsecond // then re-try after runtime.Gosched until this long
 )
 
 // Push publishes msg, waiting while the ring is full. It returns ctx's error
@@ -81,14 +86,16 @@ func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic
 		}
 	}()
 	var st stuck
+	var began int64
 	for attempt := 0; ; attempt++ {
 		if try() {
 			return nil
 		}
 		if attempt == 0 {
 			hits.Add(1)
+			began = shm.MonoNow()
 		}
-		if backoff(attempt) {
+		if backoff(time.Duration(shm.MonoNow() - began)) {
 			continue
 		}
 		if stop == nil {
@@ -100,16 +107,17 @@ func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic
 	}
 }
 
-// backoff spins, then yields; it returns false when it is time to sleep.
-// Each spin pauses a little first: re-trying at once would keep taking the
-// cache line the other side is about to free (seen in passbench: a full
-// ring that stayed full at half the throughput, depending on code layout).
-func backoff(attempt int) bool {
+// backoff spins, then yields, for as long as the call has been waiting; it
+// returns false when it is time to sleep. Each spin pauses a little first:
+// re-trying at once would keep taking the cache line the other side is
+// about to free (seen in passbench: a full ring that stayed full at half
+// the throughput, depending on code layout).
+func backoff(waited time.Duration) bool {
 	switch {
-	case attempt < spinTries:
+	case waited < spinFor:
 		spinPause()
 		return true
-	case attempt < spinTries+yieldTries:
+	case waited < yieldFor:
 		runtime.Gosched()
 		return true
 	}
