@@ -36,7 +36,20 @@ for pkg in "${pkgs[@]}"; do
 	mapfile -t names < <(grep '^Fuzz' <<<"$listing" || true)
 	for name in "${names[@]}"; do
 		echo "--- $pkg $name"
-		go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"
+		log="$(mktemp)"
+		if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$log"; then
+			# Go 1.26's fuzzer sometimes ends a time-bounded run with a bare
+			# "context deadline exceeded" and no failing input
+			# (golang/go#75804). Only a written failing input, or any other
+			# failure, fails the suite.
+			if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:' "$log"; then
+				echo "note: $name ended with the fuzzer's own deadline error (golang/go#75804); no failing input found"
+			else
+				rm -f "$log"
+				exit 1
+			fi
+		fi
+		rm -f "$log"
 		fuzzed=$((fuzzed + 1))
 	done
 done
