@@ -88,20 +88,12 @@ func CreateAllGather(path string, cfg AllGatherConfig, opts ...shm.Option) (*All
 	if err != nil {
 		return nil, err
 	}
-	reg, err := shm.Create(path, shm.Spec{Kind: layout.KindAllGather, Geometry: g}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return newAllGather(reg)
+	return shm.CreateAs(path, shm.Spec{Kind: layout.KindAllGather, Geometry: g}, newAllGather, opts...)
 }
 
 // OpenAllGather opens an existing all-gather file.
 func OpenAllGather(path string, opts ...shm.Option) (*AllGather, error) {
-	reg, err := shm.Open(path, layout.KindAllGather, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return newAllGather(reg)
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindAllGather}, newAllGather, opts...)
 }
 
 // OpenOrCreateAllGather opens the file at path or creates it with cfg; any
@@ -111,12 +103,7 @@ func OpenOrCreateAllGather(path string, cfg AllGatherConfig, opts ...shm.Option)
 	if err != nil {
 		return nil, false, err
 	}
-	reg, created, err := shm.OpenOrCreate(path, shm.Spec{Kind: layout.KindAllGather, Geometry: g}, opts...)
-	if err != nil {
-		return nil, false, err
-	}
-	ag, err := newAllGather(reg)
-	return ag, created, err
+	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindAllGather, Geometry: g}, newAllGather, opts...)
 }
 
 func (c AllGatherConfig) geometry(path string) (layout.Geometry, error) {
@@ -134,12 +121,10 @@ func newAllGather(reg *shm.Region) (*AllGather, error) {
 	hdr := reg.Header()
 	lay, err := layout.NewAllGatherLayout(hdr.Geometry)
 	if err != nil {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrGatherCorrupt, reg.Path(), err)
 	}
 	area := reg.Bytes()[hdr.HeaderSize:]
 	if uint64(len(area)) != lay.BodySize {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrGatherCorrupt, reg.Path(), len(area), lay.BodySize)
 	}
 	g := &AllGather{reg: reg, lay: lay, area: area}

@@ -42,21 +42,13 @@ func CreateHeartbeat(path string, cfg HeartbeatConfig, opts ...shm.Option) (*Hea
 	if err != nil {
 		return nil, err
 	}
-	reg, err := shm.Create(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return newHeartbeat(reg)
+	return shm.CreateAs(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, newHeartbeat, opts...)
 }
 
 // OpenHeartbeat opens an existing table; shm.ReadOnly() maps it read-only
 // (for inspectors: snapshots work, registration does not).
 func OpenHeartbeat(path string, opts ...shm.Option) (*Heartbeat, error) {
-	reg, err := shm.Open(path, layout.KindHeartbeat, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return newHeartbeat(reg)
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHeartbeat}, newHeartbeat, opts...)
 }
 
 // OpenOrCreateHeartbeat opens the table at path or creates it with cfg.
@@ -65,12 +57,7 @@ func OpenOrCreateHeartbeat(path string, cfg HeartbeatConfig, opts ...shm.Option)
 	if err != nil {
 		return nil, false, err
 	}
-	reg, created, err := shm.OpenOrCreate(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, opts...)
-	if err != nil {
-		return nil, false, err
-	}
-	h, err := newHeartbeat(reg)
-	return h, created, err
+	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindHeartbeat, Geometry: g}, newHeartbeat, opts...)
 }
 
 func (c HeartbeatConfig) geometry(path string) (layout.Geometry, error) {
@@ -87,12 +74,10 @@ func newHeartbeat(reg *shm.Region) (*Heartbeat, error) {
 	hdr := reg.Header()
 	lay, err := layout.NewHeartbeatLayout(hdr.Geometry)
 	if err != nil {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptTable, reg.Path(), err)
 	}
 	h := &Heartbeat{reg: reg, lay: lay, area: reg.Bytes()[hdr.HeaderSize:], boot: shm.BootTag()}
 	if uint64(len(h.area)) != lay.BodySize {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorruptTable, reg.Path(), len(h.area), lay.BodySize)
 	}
 	return h, nil

@@ -71,70 +71,61 @@ type Ring struct {
 // CreateRing creates a ring file at path (a bare name lives in /dev/shm).
 // shm options set the mode and so on. The returned Ring is attached.
 func CreateRing(path string, cfg RingConfig, opts ...shm.Option) (*Ring, error) {
-	g := cfg.geometry()
-	if _, err := layout.NewRingLayout(g); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
-	}
-	reg, err := shm.Create(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, opts...)
+	g, err := cfg.validGeometry(path)
 	if err != nil {
 		return nil, err
 	}
-	return attachRegion(reg)
+	return shm.CreateAs(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, attachRegion, opts...)
 }
 
-// OpenRing opens an existing ring and attaches to it.
+// OpenRing opens an existing ring and attaches to it (with shm.ReadOnly(),
+// it maps the ring without attaching, as OpenRingReadOnly does).
 func OpenRing(path string, opts ...shm.Option) (*Ring, error) {
-	reg, err := shm.Open(path, layout.KindRing, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if reg.ReadOnly() {
-		return viewRegion(reg)
-	}
-	return attachRegion(reg)
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindRing}, func(reg *shm.Region) (*Ring, error) {
+		if reg.ReadOnly() {
+			return viewRegion(reg)
+		}
+		return attachRegion(reg)
+	}, opts...)
 }
 
 // OpenOrCreateRing opens the ring at path, creating it with cfg if it does
 // not exist. Racing processes all end up attached to one ring.
 func OpenOrCreateRing(path string, cfg RingConfig, opts ...shm.Option) (*Ring, bool, error) {
-	g := cfg.geometry()
-	if _, err := layout.NewRingLayout(g); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
-	}
-	reg, created, err := shm.OpenOrCreate(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, opts...)
+	g, err := cfg.validGeometry(path)
 	if err != nil {
 		return nil, false, err
 	}
-	r, err := attachRegion(reg)
-	return r, created, err
+	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindRing, Geometry: g}, attachRegion, opts...)
 }
 
 // OpenRingReadOnly maps a ring read-only without attaching: for inspectors,
 // which may Scan and read counters but not push, pop or repair.
 func OpenRingReadOnly(path string, opts ...shm.Option) (*Ring, error) {
-	reg, err := shm.Open(path, layout.KindRing, append(opts, shm.ReadOnly())...)
-	if err != nil {
-		return nil, err
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindRing}, viewRegion, append(opts, shm.ReadOnly())...)
+}
+
+func (c RingConfig) validGeometry(path string) (layout.Geometry, error) {
+	g := c.geometry()
+	if _, err := layout.NewRingLayout(g); err != nil {
+		return g, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
 	}
-	return viewRegion(reg)
+	return g, nil
 }
 
 func viewRegion(reg *shm.Region) (*Ring, error) {
 	h := reg.Header()
 	lay, err := layout.NewRingLayout(h.Geometry)
 	if err != nil { // layout.Decode already validated it; be certain
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
 	}
 	r := &Ring{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
 	if uint64(len(r.area)) != lay.BodySize {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(r.area), lay.BodySize)
 	}
 	u64 := func(off uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.area[off])) }
 	u32 := func(off uint64) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&r.area[off])) }
 	if uintptr(unsafe.Pointer(&r.area[0]))%layout.CacheLine != 0 {
-		reg.Close()
 		return nil, fmt.Errorf("%w: %s: ring area not cache-line aligned", ErrCorrupt, reg.Path())
 	}
 	r.tail, r.pushed, r.fullHits, r.burned = u64(layout.RingOffTail), u64(layout.RingOffPushed), u64(layout.RingOffFullHits), u64(layout.RingOffBurned)
@@ -157,7 +148,6 @@ func attachRegion(reg *shm.Region) (*Ring, error) {
 		return nil, err
 	}
 	if err := r.attach(); err != nil {
-		reg.Close()
 		return nil, err
 	}
 	return r, nil
