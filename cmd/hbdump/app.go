@@ -148,6 +148,26 @@ func (e *env) shmOpts(extra ...shm.Option) []shm.Option {
 	return extra
 }
 
+// readOnce reads the table once, read-only, with the --ring rings opened
+// (read-only) for display; the caller closes the rings.
+func (e *env) readOnce(c *cli.Context, path string) (tableView, *ringSet, error) {
+	hb, err := e.openTable(path, false)
+	if err != nil {
+		return tableView{}, nil, err
+	}
+	defer hb.Close()
+	rings, err := e.openRings(c.StringSlice("ring"), false)
+	if err != nil {
+		return tableView{}, nil, err
+	}
+	v, err := readTable(hb)
+	if err != nil {
+		rings.Close()
+		return tableView{}, nil, err
+	}
+	return v, rings, nil
+}
+
 // openTable maps the heartbeat table: read-only unless write is set.
 func (e *env) openTable(path string, write bool) (*sched.Heartbeat, error) {
 	opts := e.shmOpts()

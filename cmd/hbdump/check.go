@@ -57,20 +57,11 @@ func (e *env) check(c *cli.Context) error {
 	default:
 		return cliutil.Usage("--format must be text, json or prometheus, got %q", format)
 	}
-	hb, err := e.openTable(path, false)
-	if err != nil {
-		return err
-	}
-	defer hb.Close()
-	rings, err := e.openRings(c.StringSlice("ring"), false)
+	v, rings, err := e.readOnce(c, path)
 	if err != nil {
 		return err
 	}
 	defer rings.Close()
-	v, err := readTable(hb)
-	if err != nil {
-		return err
-	}
 	n := countOf(v.Parts, stale)
 	var bad []row
 	for _, r := range rowsOf(v.Parts, stale, false) {

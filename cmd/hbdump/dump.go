@@ -42,20 +42,11 @@ func (e *env) dumpAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	hb, err := e.openTable(path, false)
-	if err != nil {
-		return err
-	}
-	defer hb.Close()
-	rings, err := e.openRings(c.StringSlice("ring"), false)
+	v, rings, err := e.readOnce(c, path)
 	if err != nil {
 		return err
 	}
 	defer rings.Close()
-	v, err := readTable(hb)
-	if err != nil {
-		return err
-	}
 	rows := rowsOf(v.Parts, stale, c.Bool("all"))
 	n := countOf(v.Parts, stale)
 	if c.Bool("json") {
