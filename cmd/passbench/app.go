@@ -21,8 +21,7 @@ const (
 
 // newApp builds the command line. Results go to stdout, progress bars (on a
 // terminal) to stderr; cliutil.Run runs it with a context that ends on
-// SIGINT/SIGTERM and maps errors to exit codes. Commands still to come: `pass` (hand work through the
-// scheduler in sched/), and --chaos for run (see chaosAgent).
+// SIGINT/SIGTERM and maps errors to exit codes.
 func newApp(stdout, stderr io.Writer) *cli.App {
 	u := newUI(stderr)
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageErr(err) }
@@ -45,7 +44,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return cliutil.Usage("unknown command %q (have run, rtt)", c.Args().First())
+				return cliutil.Usage("unknown command %q (have run, rtt, pass)", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
 				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
@@ -78,7 +77,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				{title: "round-trip latency", runs: rtt},
 			})
 		},
-		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage)},
+		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage)},
 	}
 }
 
@@ -88,7 +87,8 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Usage: "one measured throughput run",
 		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
 			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
-			"   [--slot-size S] [--record DIR] [--json] [--plot FILE.svg|.png] [--timeout D]",
+			"   [--slot-size S] [--record DIR] [--lease] [--chaos N [--seed S]]\n" +
+			"   [--json] [--plot FILE.svg|.png] [--timeout D]",
 		OnUsageError: onUsage,
 		Flags: append([]cli.Flag{
 			transportFlag(canRun), modeFlag(),
@@ -98,6 +98,8 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "producers send for this long instead of a count", DefaultText: "none"},
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
+			&cli.BoolFlag{Name: "lease", Usage: "ring only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
+			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -112,6 +114,10 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 				Messages: c.Int64("messages"), Duration: c.Duration("duration"),
 				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size"),
 				Record: c.String("record"), Timeout: c.Duration("timeout"),
+				Lease: c.Bool("lease"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+			}
+			if s.SeedSet && s.Chaos == 0 {
+				return cliutil.Usage("--seed goes with --chaos")
 			}
 			res, err := runThroughput(c.Context, s, u)
 			if err != nil {
@@ -148,6 +154,60 @@ func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			return finishRun(c, res)
 		},
 	}
+}
+
+func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+	return &cli.Command{
+		Name:  "pass",
+		Usage: "load on the sched Pass scheduler: submitter processes, worker processes, results collected here",
+		UsageText: "passbench pass [--workers W] [--threads T] [--submitters S] [--passes N | --duration D]\n" +
+			"   [--inflight K] [--payload B] [--capacity N] [--chaos N [--seed S]] [--json] [--plot FILE] [--timeout D]",
+		OnUsageError: onUsage,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "workers", Value: 2, Usage: fmt.Sprintf("worker processes, each a sched.Start executing passes (at most %d)", maxPassWorkers)},
+			&cli.IntFlag{Name: "threads", Value: 1, Usage: "worker goroutines in each worker process (PassConfig.Workers)"},
+			&cli.IntFlag{Name: "submitters", Value: 1, Usage: "submitter processes; 0: the parent submits, from the goroutine that collects"},
+			&cli.Int64Flag{Name: "passes", Usage: "passes in all", DefaultText: fmt.Sprintf("%d unless --duration", defaultPasses)},
+			&cli.DurationFlag{Name: "duration", Usage: "submitters submit for this long instead of a count", DefaultText: "none"},
+			&cli.IntFlag{Name: "inflight", Usage: "each submitter keeps at most this many passes uncollected (1: one pass at a time, a round trip)", DefaultText: "no limit but the rings; 1 with --submitters 0"},
+			&cli.IntFlag{Name: "payload", Value: defaultPassPayload, Usage: fmt.Sprintf("argument bytes of each pass, %d to %d", minPayload, maxPayload)},
+			&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "slots of the submit ring and of the result ring (a power of two)"},
+			chaosFlag("worker"), seedFlag(),
+			&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up (and kill every process) after this long"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
+			&cli.StringFlag{Name: "plot", Usage: "also draw the latency distribution into this .svg or .png file"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return cliutil.Usage("pass takes no arguments, got %q", c.Args().First())
+			}
+			if err := checkPlotFlag(c); err != nil {
+				return err
+			}
+			s := passSpec{
+				Workers: c.Int("workers"), Threads: c.Int("threads"), Submitters: c.Int("submitters"),
+				Passes: c.Int64("passes"), Duration: c.Duration("duration"), Inflight: c.Int("inflight"),
+				Payload: c.Int("payload"), Capacity: c.Int("capacity"), Timeout: c.Duration("timeout"),
+				Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+			}
+			if s.SeedSet && s.Chaos == 0 {
+				return cliutil.Usage("--seed goes with --chaos")
+			}
+			res, err := runPass(c.Context, s, u)
+			if err != nil {
+				return err
+			}
+			return finishRun(c, res)
+		},
+	}
+}
+
+func chaosFlag(victims string) cli.Flag {
+	return &cli.IntFlag{Name: "chaos", Usage: "SIGKILL this many " + victims + " processes at random moments of the run, starting a replacement for each"}
+}
+
+func seedFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "seed", Usage: "seed of the --chaos kill plan (printed on stderr and in the result)", DefaultText: "a fresh one"}
 }
 
 func transportFlag(keep func(*transportInfo) bool) cli.Flag {
@@ -216,8 +276,11 @@ func finishRun(c *cli.Context, res Result) error {
 		return err
 	}
 	title := "round-trip latency"
-	if res.Kind == kindThroughput {
+	switch res.Kind {
+	case kindThroughput:
 		title = "one-way latency, send to receive (queueing included)"
+	case kindPass:
+		title = "pass latency, submit to result (queueing included)"
 	}
 	if err := plotIfAsked(c, []plotPanel{{title: title, runs: []*Result{&res}}}); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // Child processes are this same binary, re-executed with these variables
 // set. They are internal: nobody runs a child by hand.
 const (
-	envRole    = "PASSBENCH_ROLE"    // roleWorker or roleFloor
+	envRole    = "PASSBENCH_ROLE"    // roleWorker, roleFloor or roleSched
 	envJob     = "PASSBENCH_JOB"     // the role's job, as JSON
 	envTimeout = "PASSBENCH_TIMEOUT" // the child exits after this long whatever happens
 
@@ -45,6 +45,8 @@ func childMain() int {
 		err = workerMain(job)
 	case roleFloor:
 		err = floorPeerMain(job)
+	case roleSched:
+		err = passChildMain(job)
 	default:
 		err = fmt.Errorf("bad %s=%q", envRole, role)
 	}

@@ -350,6 +350,21 @@ func TestUsageErrors(t *testing.T) {
 		{"rtt", "--transport", "chan"},
 		{"rtt", "--rounds", "-1"},
 		{"rtt", "--transport", "spin", "--timeout", "0s"},
+		{"run", "--transport", "uds", "--chaos", "1"},
+		{"run", "--transport", "chan", "--lease"},
+		{"run", "--chaos", "-1"},
+		{"run", "--lease", "--record", "dir"},
+		{"run", "--seed", "5"},
+		{"pass", "--workers", "0"},
+		{"pass", "--threads", "0"},
+		{"pass", "--submitters", "-1"},
+		{"pass", "--submitters", "0", "--inflight", "2000"},
+		{"pass", "--passes", "10", "--duration", "1s"},
+		{"pass", "--capacity", "1000"},
+		{"pass", "--payload", "20"},
+		{"pass", "--inflight", "-1"},
+		{"pass", "--seed", "1"},
+		{"pass", "extra"},
 	} {
 		out, code, err := runApp(t, args...)
 		if code != 2 {
@@ -417,6 +432,11 @@ func (k *killOne) start(ctx context.Context, f *fleet) {
 	}()
 }
 
+func (k *killOne) finish() error {
+	<-k.done
+	return nil
+}
+
 func (k *killOne) killed() int {
 	<-k.done
 	if k.did {
@@ -443,4 +463,265 @@ func TestWorkerDeathFailsRun(t *testing.T) {
 			checkNoLeftovers(t)
 		})
 	}
+}
+
+func testPassSpec() passSpec {
+	return passSpec{Workers: 2, Threads: 1, Submitters: 2, Passes: testMsgs, Payload: defaultPassPayload,
+		Capacity: 64, Timeout: time.Minute}
+}
+
+// checkPassClean checks a pass run that nothing disturbed.
+func checkPassClean(t *testing.T, r *Result, passes int64) {
+	t.Helper()
+	if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != 0 {
+		t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d; want all 0", r.Lost, r.Corrupt, r.Duplicated, r.Killed)
+	}
+	if err := failure(r); err != nil {
+		t.Error(err)
+	}
+	if r.Kind != kindPass || r.Transport != "pass" || r.Messages != passes || r.Seconds <= 0 || r.MsgsPerSec <= 0 {
+		t.Errorf("result = %+v", r)
+	}
+	if r.Pass == nil || r.Pass.Executed != uint64(passes) || r.Pass.Failed != 0 || r.Pass.StoppedEarly {
+		t.Errorf("pass = %+v", r.Pass)
+	}
+	checkLatency(t, r, passes)
+	checkNoLeftovers(t)
+}
+
+func TestPassRoundTrip(t *testing.T) {
+	r, err := runPass(t.Context(), testPassSpec(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPassClean(t, &r, testMsgs)
+	if r.Producers != 2 || r.Consumers != 2 || r.Pass.Workers != 2 || r.Pass.Submitters != 2 {
+		t.Errorf("result = %+v, pass = %+v", r, r.Pass)
+	}
+}
+
+// The parent submits itself: one pass at a time, then a window of 8 for
+// a while, with a worker of two threads.
+func TestPassParentSubmits(t *testing.T) {
+	s := testPassSpec()
+	s.Submitters, s.Workers, s.Passes = 0, 1, testRounds
+	r, err := runPass(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPassClean(t, &r, testRounds)
+	if r.Pass.Inflight != 1 {
+		t.Errorf("inflight %d, want the default 1", r.Pass.Inflight)
+	}
+
+	s.Passes, s.Duration, s.Inflight, s.Threads = 0, 200*time.Millisecond, 8, 2
+	r, err = runPass(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages <= 0 {
+		t.Fatalf("no passes in %v", s.Duration)
+	}
+	checkPassClean(t, &r, r.Messages)
+}
+
+// Submitters in a timed run, each with a window.
+func TestPassTimedWindow(t *testing.T) {
+	s := testPassSpec()
+	s.Passes, s.Duration, s.Inflight = 0, 200*time.Millisecond, 4
+	r, err := runPass(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages <= 0 {
+		t.Fatalf("no passes in %v", s.Duration)
+	}
+	checkPassClean(t, &r, r.Messages)
+}
+
+// A submitter damages one pass: the worker's closure refuses it, the
+// parent counts one corrupt and one lost. With a window of one pass, the
+// submitter (or the parent) must not wait for that pass's result forever.
+func TestPassCorruptDetected(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		submitters, inflight int
+	}{{"free", 2, 0}, {"window", 1, 1}, {"parent", 0, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testPassSpec()
+			s.Submitters, s.Inflight, s.Passes = tc.submitters, tc.inflight, 600
+			s.corrupt = &corruptAt{Producer: max(0, tc.submitters-1), Seq: 100}
+			r, err := runPass(t.Context(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Corrupt != 1 || r.Lost != 1 || r.Duplicated != 0 || r.Pass.Failed != 1 || r.Messages != 600 {
+				t.Errorf("corrupt %d, lost %d, duplicated %d, failed %d, passes %d; want 1, 1, 0, 1, 600",
+					r.Corrupt, r.Lost, r.Duplicated, r.Pass.Failed, r.Messages)
+			}
+			if err := failure(&r); err == nil || !strings.Contains(err.Error(), "checksum") {
+				t.Errorf("failure = %v", err)
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+func TestPassCommandJSON(t *testing.T) {
+	out, code, err := runApp(t, "pass", "--workers", "2", "--passes", strconv.Itoa(testMsgs), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	checkRunJSON(t, obj)
+	if obj["kind"] != kindPass || obj["transport"] != "pass" || obj["messages"] != float64(testMsgs) || obj["killed"] != 0.0 {
+		t.Errorf("got %v", obj)
+	}
+	pass, _ := obj["pass"].(map[string]any)
+	for _, k := range []string{"workers", "threads", "submitters", "inflight", "slot_bytes", "executed", "requeued"} {
+		if _, ok := pass[k]; !ok {
+			t.Errorf("pass lacks %q: %v", k, pass)
+		}
+	}
+	if _, ok := obj["chaos"]; ok {
+		t.Error("chaos reported without --chaos")
+	}
+	checkNoLeftovers(t)
+}
+
+// checkChaosJSON checks a --chaos run's JSON: nothing lost or corrupt,
+// the kills made and reported with the seed.
+func checkChaosJSON(t *testing.T, out string, want int, role string) {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	checkRunJSON(t, obj)
+	if k, _ := obj["killed"].(float64); int(k) != want {
+		t.Errorf("killed %v, want %d", obj["killed"], want)
+	}
+	chaos, _ := obj["chaos"].(map[string]any)
+	if _, ok := chaos["seed"].(float64); !ok || chaos["requested"] != float64(want) {
+		t.Errorf("chaos = %v", chaos)
+	}
+	kills, _ := chaos["kills"].([]any)
+	if len(kills) != want {
+		t.Errorf("kills = %v", kills)
+	}
+	for _, k := range kills {
+		if k, _ := k.(map[string]any); k["role"] != role {
+			t.Errorf("killed a %v, want a %s", k["role"], role)
+		}
+	}
+	if r, _ := chaos["reclaimed"].(float64); int(r) > want {
+		t.Errorf("reclaimed %v > killed %d", r, want)
+	}
+	t.Logf("killed %v, duplicated %v, reclaimed %v", obj["killed"], obj["duplicated"], chaos["reclaimed"])
+}
+
+// --chaos on run: consumers are killed at moments tied to their progress,
+// so a counted run always makes every kill; nothing may be lost.
+func TestRunChaos(t *testing.T) {
+	for _, mode := range []string{modePoll, modeBlock} {
+		t.Run(mode, func(t *testing.T) {
+			out, code, err := runApp(t, "run", "--mode", mode, "--producers", "2", "--consumers", "2",
+				"--messages", "20000", "--capacity", "256", "--chaos", "2", "--json")
+			if code != 0 {
+				t.Fatalf("exit %d: %v\n%s", code, err, out)
+			}
+			checkChaosJSON(t, out, 2, roleConsumer)
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// A timed chaos run, and leased consumption without kills (no
+// duplicates then).
+func TestRunLeaseTimed(t *testing.T) {
+	s := testRunSpec("ring", "")
+	s.Messages, s.Duration, s.Chaos = 0, 300*time.Millisecond, 1
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages <= 0 || r.Lost != 0 || r.Corrupt != 0 || r.Killed != 1 || !r.Lease || r.Chaos == nil {
+		t.Errorf("messages %d, lost %d, corrupt %d, killed %d, lease %v, chaos %+v", r.Messages, r.Lost, r.Corrupt, r.Killed, r.Lease, r.Chaos)
+	}
+	checkNoLeftovers(t)
+
+	s = testRunSpec("ring", modeBlock)
+	s.Lease = true
+	r, err = runThroughput(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != 0 || r.Chaos != nil {
+		t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d, chaos %+v", r.Lost, r.Corrupt, r.Duplicated, r.Killed, r.Chaos)
+	}
+	checkLatency(t, &r, testMsgs)
+	checkNoLeftovers(t)
+}
+
+// A leased consumer catches a damaged message as a popping one does.
+func TestLeaseCorruptDetected(t *testing.T) {
+	s := testRunSpec("ring", "")
+	s.Lease, s.corrupt = true, &corruptAt{Producer: 0, Seq: 100}
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Corrupt != 1 || r.Lost != 1 || r.Duplicated != 0 {
+		t.Errorf("corrupt %d, lost %d, duplicated %d; want 1, 1, 0", r.Corrupt, r.Lost, r.Duplicated)
+	}
+}
+
+// --chaos on pass: workers are killed; the parent's watchdog requeues
+// their passes. Results may come twice, none may be missing.
+func TestPassChaos(t *testing.T) {
+	out, code, err := runApp(t, "pass", "--workers", "2", "--submitters", "1", "--passes", "20000",
+		"--capacity", "256", "--chaos", "2", "--seed", "7", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	checkChaosJSON(t, out, 2, rolePassWorker)
+	if !strings.Contains(out, `"seed": 7`) {
+		t.Error("the seed given is not in the result")
+	}
+	checkNoLeftovers(t)
+}
+
+func TestPassAbortPaths(t *testing.T) {
+	huge := testPassSpec()
+	huge.Passes, huge.Duration = 0, time.Hour
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_, err := runPass(ctx, huge, nil)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the context's deadline", err)
+		}
+		checkNoLeftovers(t)
+	})
+	t.Run("timeout-chaos", func(t *testing.T) {
+		s := huge
+		s.Timeout, s.Chaos = 700*time.Millisecond, 3
+		_, err := runPass(t.Context(), s, nil)
+		if !errors.Is(err, errTimedOut) {
+			t.Errorf("err = %v, want a time-out", err)
+		}
+		checkNoLeftovers(t)
+	})
+	t.Run("run-timeout-chaos", func(t *testing.T) {
+		s := testRunSpec("ring", "")
+		s.Messages, s.Duration, s.Timeout, s.Chaos = 0, time.Hour, 700*time.Millisecond, 3
+		_, err := runThroughput(t.Context(), s, nil)
+		if !errors.Is(err, errTimedOut) {
+			t.Errorf("err = %v, want a time-out", err)
+		}
+		checkNoLeftovers(t)
+	})
 }

@@ -85,3 +85,11 @@ func (u *ui) track(desc string, total int64, d time.Duration, current func() int
 		})
 	}
 }
+
+// note prints one line of information on stderr, terminal or not.
+func (u *ui) note(format string, args ...any) {
+	if u == nil {
+		return
+	}
+	fmt.Fprintf(u.w, "passbench: "+format+"\n", args...)
+}

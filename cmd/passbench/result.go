@@ -38,12 +38,15 @@ type Result struct {
 	Seconds      float64 `json:"seconds"`            // measured interval
 	MsgsPerSec   float64 `json:"msgs_per_sec"`       // throughput: distinct messages delivered per second; rtt: rounds per second
 	Latency      Latency `json:"latency_ns"`
-	Lost         int64   `json:"lost"`       // sent but never received
-	Duplicated   int64   `json:"duplicated"` // received more than once (extra copies)
-	Corrupt      int64   `json:"corrupt"`    // failed the length, checksum or range checks
-	Killed       int     `json:"killed"`     // workers killed on purpose during the run (--chaos; always 0 for now)
+	Lost         int64   `json:"lost"`            // sent but never received
+	Duplicated   int64   `json:"duplicated"`      // received more than once (extra copies)
+	Corrupt      int64   `json:"corrupt"`         // failed the length, checksum or range checks
+	Killed       int     `json:"killed"`          // workers killed on purpose during the run (--chaos)
+	Lease        bool    `json:"lease,omitempty"` // consumers leased messages (Claim/Ack) under a watchdog
 
-	Ring *RingStats `json:"ring,omitempty"`
+	Ring  *RingStats   `json:"ring,omitempty"`
+	Chaos *ChaosReport `json:"chaos,omitempty"`
+	Pass  *PassReport  `json:"pass,omitempty"`
 
 	Hist *hdrhistogram.Histogram `json:"-"`
 	why  string                  // the first verification failure, if any
@@ -67,6 +70,9 @@ type RingStats struct {
 	SlotBytes int    `json:"slot_bytes"`
 	FullHits  uint64 `json:"full_hits"`
 	EmptyHits uint64 `json:"empty_hits"`
+	Requeued  uint64 `json:"requeued,omitempty"` // messages of dead consumers delivered again
+	Poisoned  uint64 `json:"poisoned,omitempty"` // messages set aside after too many deliveries
+	Burned    uint64 `json:"burned,omitempty"`   // positions producers skipped past held leases
 }
 
 // name is how tables and ratios call the run: "ring/poll", "uds".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/sched"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -25,19 +26,14 @@ type runSpec struct {
 	SlotSize  int    // ring only; 0 for the smallest that fits
 	Record    string // directory for the consumers' lists of what they received
 	Timeout   time.Duration
+	Lease     bool  // consumers lease (Claim/Ack) under a watchdog; ring only
+	Chaos     int   // consumers to kill during the run (implies Lease)
+	Seed      int64 // of the kill plan
+	SeedSet   bool  // Seed was given; else a fresh one is drawn
 
 	corrupt *corruptAt // tests only: one producer damages one message
-	chaos   chaosAgent // nil: no --chaos yet
-}
-
-// chaosAgent is the hook for --chaos, which needs the scheduler (sched/)
-// and is not written yet. start is called as the run starts, and may kill
-// workers while it goes on (the consumers will then lease with Claim/Ack
-// instead of Pop); killed is called once the consumers are done and says
-// how many workers it killed, which excuses duplicates in the result.
-type chaosAgent interface {
-	start(ctx context.Context, f *fleet)
-	killed() int
+	chaos   chaosAgent // tests only: kills workers as if they died
+	u       *ui        // where to announce the chaos seed (may be nil)
 }
 
 // Limits of the command line.
@@ -71,9 +67,25 @@ func (s *runSpec) check() (*transportInfo, error) {
 		return nil, cliutil.Usage("--messages must stay below %d per producer", int64(maxSeq))
 	case s.Timeout <= 0:
 		return nil, cliutil.Usage("--timeout must be positive, got %v", s.Timeout)
+	case s.Chaos < 0 || s.Chaos > maxChaos:
+		return nil, cliutil.Usage("--chaos must be in [0, %d], got %d", maxChaos, s.Chaos)
+	}
+	if s.Chaos > 0 {
+		s.Lease = true
+	}
+	if s.Lease {
+		switch {
+		case tr.Name != "ring":
+			return nil, cliutil.Usage("--chaos and --lease need the ring (consumers lease messages with Claim and Ack); transport %s cannot", tr.Name)
+		case s.Record != "":
+			return nil, cliutil.Usage("--record does not go with --chaos or --lease")
+		}
 	}
 	if s.Messages == 0 && s.Duration == 0 {
 		s.Messages = defaultRunMsgs
+	}
+	if s.Lease && s.Messages > int64(s.Producers)*maxLeasedSeq {
+		return nil, cliutil.Usage("with --chaos or --lease, --messages must stay below %d per producer", maxLeasedSeq)
 	}
 	if err := checkLane(tr, s.Payload, s.Capacity, s.SlotSize); err != nil {
 		return nil, err
@@ -118,6 +130,12 @@ func (s *runSpec) perProducer() []int64 {
 // or goroutines for chan) pass messages through one lane; the parent starts
 // them together, waits for the producers, sends one end marker per
 // consumer, waits for the consumers, and merges what they report.
+//
+// A leased run (--lease, --chaos) adds a heartbeat table and a shared
+// bitmap, and a watchdog in the parent; with --chaos, the files stay
+// linked until the last replacement consumer has opened them, and before
+// the end markers go the parent makes sure every lease of a killed
+// consumer is back in the ring, ahead of them.
 func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error) {
 	tr, err := s.check()
 	if err != nil {
@@ -128,15 +146,19 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 			return Result{}, err
 		}
 	}
-	f, err := newFleet(ctx, tr, s.Producers+s.Consumers, s.Timeout)
+	f, err := newFleetSpares(ctx, tr, s.Producers+s.Consumers, s.Chaos, s.Timeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer func() { err = errors.Join(err, f.stop()) }()
 	ctx = f.ctx
+	f.keepLinked = s.Chaos > 0
 
 	cfg := laneConfig{Transport: tr.Name, Mode: s.Mode, Payload: s.Payload, Capacity: s.Capacity,
-		SlotSize: s.SlotSize, Participants: s.Producers + s.Consumers + 2}
+		SlotSize: s.SlotSize, Participants: s.Producers + s.Consumers + s.Chaos + 2}
+	if s.Lease {
+		cfg.DeliveryLimit = leaseDeliveryLimit
+	}
 	ln, err := f.newLane(cfg)
 	if err != nil {
 		return Result{}, err
@@ -146,6 +168,13 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 		return Result{}, err
 	}
 	base := job{Lane: cfg, Producers: s.Producers, PerProducer: s.perProducer(), Corrupt: s.corrupt}
+	var lr *leasedRun
+	if s.Lease {
+		if lr, err = newLeasedRun(f, &base, ln.(*ringLane), s); err != nil {
+			return Result{}, err
+		}
+		f.onStop(lr.watch.stop)
+	}
 	for i := range s.Producers {
 		j := base
 		j.Role, j.Index, j.ID = roleProducer, i, i
@@ -169,13 +198,42 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 
 	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), s.Messages, s.Duration, f.ctl.progress)
 	defer stopBar()
+	chaos := s.chaos
+	var plan *chaosPlan
+	if s.Chaos > 0 {
+		plan = lr.chaosPlan(s)
+		chaos = plan
+	}
+	if lr != nil {
+		lr.watch.start()
+	}
 	f.ctl.begin(s.Duration)
-	if s.chaos != nil {
-		s.chaos.start(ctx, f)
+	if chaos != nil {
+		chaos.start(ctx, f)
+		f.onStop(func() { chaos.finish() })
 	}
 	prods, err := f.wait(roleProducer)
 	if err != nil {
 		return Result{}, err
+	}
+	killed := 0
+	if chaos != nil {
+		if err := chaos.finish(); err != nil {
+			return Result{}, fmt.Errorf("chaos: %w (%v)", err, f.why())
+		}
+		killed = chaos.killed()
+	}
+	if lr != nil {
+		// Every replacement has its files open: unlink them now. Then
+		// put every lease of a killed consumer back before the end
+		// markers, which would otherwise overtake them.
+		if err := f.detachAll(); err != nil {
+			return Result{}, err
+		}
+		lr.watch.stop()
+		if err := lr.watch.settle(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	end := endMsg(s.Payload)
 	for range s.Consumers {
@@ -188,19 +246,132 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 		return Result{}, err
 	}
 	stopBar()
-	killed := 0
-	if s.chaos != nil {
-		killed = s.chaos.killed()
-	}
 
-	res = tally(prods, cons)
+	if lr != nil {
+		res = lr.tally(prods, cons)
+	} else {
+		res = tally(prods, cons)
+	}
 	res.Kind, res.Transport, res.Mode = kindThroughput, tr.Name, s.Mode
 	res.Producers, res.Consumers, res.PayloadBytes = s.Producers, s.Consumers, s.Payload
-	res.Capacity, res.Killed = ln.capacity(), killed
+	res.Capacity, res.Killed, res.Lease = ln.capacity(), killed, s.Lease
 	if rl, ok := ln.(*ringLane); ok {
 		res.Ring = rl.stats()
 	}
+	if plan != nil {
+		res.Chaos = plan.report()
+		res.Chaos.WatchdogScans, res.Chaos.Reclaimed = lr.watch.counts()
+	}
 	return res, nil
+}
+
+// leasedRun is the parent's side of a leased run.
+type leasedRun struct {
+	f       *fleet
+	ring    *ringLane
+	hb      *sched.Heartbeat
+	seen    *sharedSeen
+	watch   *leaseWatch
+	base    job
+	nextID  int // the next replacement consumer's number
+	nextIdx int // ... and line in the control file
+}
+
+// newLeasedRun creates the heartbeat table and the shared bitmap, and
+// fills in what every consumer's job needs to find them.
+func newLeasedRun(f *fleet, base *job, ln *ringLane, s runSpec) (*leasedRun, error) {
+	name, err := shmName("hb")
+	if err != nil {
+		return nil, err
+	}
+	hb, err := sched.CreateHeartbeat(name, sched.HeartbeatConfig{Capacity: max(64, s.Consumers+s.Chaos+2)})
+	if err != nil {
+		return nil, err
+	}
+	f.addFile(&linkedFile{path: hb.Path(), closeFn: hb.Close})
+	if base.PerProducer == nil {
+		// A timed run: producers stop at the deadline, or at the
+		// bitmap's limit.
+		base.PerProducer = make([]int64, s.Producers)
+		for p := range base.PerProducer {
+			base.PerProducer[p] = leasedSeqLimit(s.Producers)
+		}
+	}
+	seen, err := newSharedSeen(seenLimits(base.PerProducer))
+	if err != nil {
+		return nil, err
+	}
+	f.addFile(seen)
+	base.Lease, base.Heartbeat, base.Seen = true, hb.Path(), seen.path
+	return &leasedRun{f: f, ring: ln, hb: hb, seen: seen, watch: newLeaseWatch(hb, ln.r), base: *base,
+		nextID: s.Consumers, nextIdx: s.Producers + s.Consumers}, nil
+}
+
+// chaosPlan makes the kill plan of a --chaos run; its progress is what
+// the consumers have received, copies included.
+func (lr *leasedRun) chaosPlan(s runSpec) *chaosPlan {
+	seed := chaosSeed(s.Seed, s.SeedSet)
+	if s.u != nil {
+		s.u.note("chaos: seed %d (repeat the kill plan with --seed %d)", seed, seed)
+	}
+	return newChaosPlan(s.Chaos, seed, roleConsumer, s.Messages, s.Duration, lr.f.ctl.progress, lr.replaceConsumer)
+}
+
+// replaceConsumer starts a new consumer on the next spare line and waits
+// until it is ready.
+func (lr *leasedRun) replaceConsumer(ctx context.Context) error {
+	j := lr.base
+	j.Role, j.Index, j.ID = roleConsumer, lr.nextIdx, lr.nextID
+	lr.nextIdx++
+	lr.nextID++
+	if err := lr.f.spawn(j, nil, lr.ring); err != nil {
+		return err
+	}
+	return lr.f.awaitLines(func() bool { return lr.f.ctl.isReady(j.Index) })
+}
+
+// tally is tally for a leased run: the counts come from the shared
+// bitmap and the consumers' control lines, killed consumers included;
+// latencies from the consumers that finished.
+func (lr *leasedRun) tally(prods, cons []*report) Result {
+	var res Result
+	sent := make([]int64, len(prods))
+	first := int64(0)
+	for _, p := range prods {
+		sent[p.ID] = p.Sent
+		res.Messages += p.Sent
+		if p.Sent > 0 && (first == 0 || p.First < first) {
+			first = p.First
+		}
+	}
+	var last int64
+	for _, w := range lr.f.list() {
+		if w.role != roleConsumer {
+			continue
+		}
+		l := lr.f.ctl.line(w.index)
+		res.Duplicated += int64(l.dup.Load())
+		res.Corrupt += int64(l.corrupt.Load())
+		last = max(last, int64(l.last.Load()))
+	}
+	rec := newRecorder()
+	for _, c := range cons {
+		if c.Why != "" && res.why == "" {
+			res.why = fmt.Sprintf("consumer %d: %s", c.ID, c.Why)
+		}
+		if c.rec != nil {
+			rec.merge(c.rec)
+		}
+	}
+	distinct, extra := lr.seen.distinct(sent)
+	res.Corrupt += extra
+	res.Lost = res.Messages - distinct
+	if first != 0 && last > first {
+		res.Seconds = float64(last-first) / 1e9
+		res.MsgsPerSec = float64(distinct) / res.Seconds
+	}
+	rec.fill(&res)
+	return res
 }
 
 // tally merges the workers' reports: the measured interval runs from the

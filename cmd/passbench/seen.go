@@ -58,6 +58,18 @@ func (s *seenSet) add(p uint32, seq uint64) bool {
 	return true
 }
 
+// has reports whether (p, seq) is in the set.
+func (s *seenSet) has(p uint32, seq uint64) bool {
+	if int(p) >= len(s.bits) {
+		return false
+	}
+	w := seq / 64
+	if w >= uint64(len(s.bits[p])) {
+		return false
+	}
+	return s.bits[p][w]&(1<<(seq%64)) != 0
+}
+
 // encode compresses each producer's bitmap (little-endian words, trailing
 // zero words dropped) for the report.
 func (s *seenSet) encode() ([][]byte, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -84,16 +85,34 @@ func writeRunText(w io.Writer, rep RunReport) error {
 	switch {
 	case rep.Kind == kindRTT:
 		title = "passbench: round trip between two processes"
+	case rep.Kind == kindPass:
+		title = "passbench: passes through the sched Pass scheduler, submitters, workers and collector in separate processes"
 	case rep.Transport == "chan":
 		title = "passbench: throughput, producers and consumers as goroutines of one process"
 	}
 	fmt.Fprintln(w, title)
 	writeHeader(w, rep.Envelope)
+	r := &rep.Result
 	if tr, err := lookupTransport(rep.Transport); err == nil {
 		fmt.Fprintf(w, "per message: %s\n", tr.About)
 	}
+	if r.Lease {
+		fmt.Fprintln(w, "consumers:   lease each message (Claim, verify, mark in the shared bitmap, Ack), shown in a heartbeat table; the parent's watchdog scans every 20 ms")
+	}
+	if p := r.Pass; p != nil {
+		inflight := "no limit but the rings"
+		if p.Inflight > 0 {
+			inflight = fmt.Sprint(p.Inflight)
+		}
+		fmt.Fprintf(w, "per pass:    a submitter stamps and seals %d argument bytes and calls Submit; a worker claims it, records the lease,\n"+
+			"             checks the checksum, pushes the echo as its result and acks; the parent receives and checks it\n", r.PayloadBytes)
+		subs := fmt.Sprintf("%d submitters (in flight each: %s)", p.Submitters, inflight)
+		if p.Submitters == 0 {
+			subs = fmt.Sprintf("the parent submits (in flight: %s)", inflight)
+		}
+		fmt.Fprintf(w, "processes:   %s, %d workers × %d threads, collector in the parent\n", subs, p.Workers, p.Threads)
+	}
 	fmt.Fprintln(w)
-	r := &rep.Result
 	if r.Kind == kindRTT {
 		return writeRTT(w, []*Result{r}, nil)
 	}
@@ -101,8 +120,26 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		return err
 	}
 	if r.Ring != nil {
-		fmt.Fprintf(w, "ring: %d slots of %d bytes; pushes that found it full: %d, pops that found it empty: %d\n",
+		fmt.Fprintf(w, "ring: %d slots of %d bytes; pushes that found it full: %d, pops that found it empty: %d",
 			r.Capacity, r.Ring.SlotBytes, r.Ring.FullHits, r.Ring.EmptyHits)
+		if r.Lease {
+			fmt.Fprintf(w, "; requeued: %d, poisoned: %d, positions burned past leases: %d", r.Ring.Requeued, r.Ring.Poisoned, r.Ring.Burned)
+		}
+		fmt.Fprintln(w)
+	}
+	if p := r.Pass; p != nil {
+		fmt.Fprintf(w, "pass: rings of %d slots of %d bytes; executed by the workers that finished: %d (failed %d), results that waited for room: %d, requeued: %d\n",
+			r.Capacity, p.SlotBytes, p.Executed, p.Failed, p.Backpressure, p.Requeued)
+		if p.StoppedEarly {
+			fmt.Fprintln(w, "pass: results were missing when both rings went quiet; they count as lost")
+		}
+	}
+	if c := r.Chaos; c != nil {
+		fmt.Fprintf(w, "chaos: seed %d; killed %d of %d asked for:", c.Seed, len(c.Kills), c.Requested)
+		for _, k := range c.Kills {
+			fmt.Fprintf(w, " %s %d at %s (%d in)", k.Role, k.ID, time.Duration(k.AtNs).Round(time.Microsecond), k.Progress)
+		}
+		fmt.Fprintf(w, "\nwatchdog: %d scans, %d dead participants reclaimed\n", c.WatchdogScans, c.Reclaimed)
 	}
 	return nil
 }

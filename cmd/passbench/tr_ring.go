@@ -48,9 +48,10 @@ func newRingLane(c laneConfig) (lane, error) {
 		slot = transport.SlotSizeFor(c.Payload)
 	}
 	r, err := transport.CreateRing(name, transport.RingConfig{
-		Capacity:     uint64(c.Capacity),
-		SlotSize:     slot,
-		Participants: uint32(max(64, c.Participants)),
+		Capacity:      uint64(c.Capacity),
+		SlotSize:      slot,
+		Participants:  uint32(max(64, c.Participants)),
+		DeliveryLimit: uint32(c.DeliveryLimit),
 	})
 	if err != nil {
 		return nil, err
@@ -85,7 +86,8 @@ func (l *ringLane) close() error {
 // stats reads the ring's counters that say how often each side waited.
 func (l *ringLane) stats() *RingStats {
 	c := l.r.Counters()
-	return &RingStats{SlotBytes: int(l.r.SlotSize()), FullHits: c.FullHits, EmptyHits: c.EmptyHits}
+	return &RingStats{SlotBytes: int(l.r.SlotSize()), FullHits: c.FullHits, EmptyHits: c.EmptyHits,
+		Requeued: c.Requeued, Poisoned: c.Poisoned, Burned: c.Burned}
 }
 
 // openRingEnd opens the ring at e.Path in a child process.

@@ -107,12 +107,13 @@ func (t *transportInfo) mode(m string) (string, error) {
 
 // laneConfig is what every process needs to know to create or open a lane.
 type laneConfig struct {
-	Transport    string `json:"transport"`
-	Mode         string `json:"mode"`
-	Payload      int    `json:"payload"`
-	Capacity     int    `json:"capacity"`
-	SlotSize     int    `json:"slot_size,omitempty"` // ring: 0 for the smallest that fits Payload
-	Participants int    `json:"participants,omitempty"`
+	Transport     string `json:"transport"`
+	Mode          string `json:"mode"`
+	Payload       int    `json:"payload"`
+	Capacity      int    `json:"capacity"`
+	SlotSize      int    `json:"slot_size,omitempty"` // ring: 0 for the smallest that fits Payload
+	Participants  int    `json:"participants,omitempty"`
+	DeliveryLimit int    `json:"delivery_limit,omitempty"` // ring: 0 for the default
 }
 
 // endSpec tells a child process where one end of a lane is: a ring file's

@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -142,5 +144,50 @@ func TestCPUModel(t *testing.T) {
 	}
 	if got := cpuModel(filepath.Join(dir, "missing")); got != "unknown" {
 		t.Errorf("missing: %q", got)
+	}
+}
+
+// A kill plan is a function of its seed, and its moments fall between 5 %
+// and 60 % of the run.
+func TestChaosPlan(t *testing.T) {
+	a := newChaosPlan(20, 42, roleConsumer, 100000, 0, nil, nil)
+	b := newChaosPlan(20, 42, roleConsumer, 100000, 0, nil, nil)
+	c := newChaosPlan(20, 43, roleConsumer, 100000, 0, nil, nil)
+	if !slices.Equal(a.at, b.at) || slices.Equal(a.at, c.at) {
+		t.Errorf("plans: %v, %v, %v", a.at, b.at, c.at)
+	}
+	for _, at := range a.at {
+		if at < 5000 || at > 60000 {
+			t.Errorf("kill at %d of 100000", at)
+		}
+	}
+	timed := newChaosPlan(5, 1, roleConsumer, 0, time.Second, nil, nil)
+	for _, at := range timed.at {
+		if !timed.timed || at < int64(50*time.Millisecond) || at > int64(600*time.Millisecond) {
+			t.Errorf("kill at %v of 1s", time.Duration(at))
+		}
+	}
+}
+
+func TestSharedSeen(t *testing.T) {
+	s, err := newSharedSeen([]uint64{100, 0, 70})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	for _, m := range []struct {
+		p         uint32
+		seq       uint64
+		ok, again bool
+	}{{0, 5, true, false}, {0, 5, true, true}, {0, 99, true, false}, {0, 100, false, false},
+		{1, 0, false, false}, {2, 69, true, false}, {3, 0, false, false}} {
+		ok, again := s.mark(m.p, m.seq)
+		if ok != m.ok || again != m.again {
+			t.Errorf("mark(%d, %d) = %v, %v; want %v, %v", m.p, m.seq, ok, again, m.ok, m.again)
+		}
+	}
+	// Producer 2 says it sent 60: sequence 69 is beyond.
+	if d, x := s.distinct([]int64{100, 0, 60}); d != 2 || x != 1 {
+		t.Errorf("distinct %d, extra %d; want 2, 1", d, x)
 	}
 }

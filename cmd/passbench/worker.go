@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+
+	"github.com/shmkit/shmkit/sched"
 )
 
 // Worker roles.
@@ -30,6 +32,13 @@ type job struct {
 	Rx          endSpec    `json:"rx"`                     // where a consumer or echo receives
 	Record      string     `json:"record,omitempty"`       // consumer: file to list received messages in
 	Corrupt     *corruptAt `json:"corrupt,omitempty"`      // tests only
+
+	// Leased consumption (run --lease or --chaos, ring only): consumers
+	// Claim and Ack, show their leases in the heartbeat table, and mark
+	// what they receive in the shared bitmap.
+	Lease     bool   `json:"lease,omitempty"`
+	Heartbeat string `json:"heartbeat,omitempty"` // heartbeat table path
+	Seen      string `json:"seen,omitempty"`      // shared bitmap path
 }
 
 // report is what a worker hands back when it is done.
@@ -42,6 +51,9 @@ type report struct {
 	Why      string `json:"why,omitempty"`      // consumer: the first verification failure
 	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive
 	Last     int64  `json:"last,omitempty"`     // ... and of the last
+
+	// A pass worker's counters.
+	Pass *sched.PassStats `json:"pass,omitempty"`
 
 	// A consumer's received set and latencies, in memory and on the wire.
 	seen     *seenSet
@@ -86,7 +98,8 @@ func (r *report) fromWire() error {
 
 // runWorker is a worker's life after its ends are open, the same in a
 // worker process and in a goroutine: say ready, wait for go, do the role.
-func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint) (*report, error) {
+// lk is set for a leased consumer.
+func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint, lk *leaseKit) (*report, error) {
 	ctl.markReady(j.Index)
 	_, deadline, err := ctl.awaitGo(ctx)
 	if err != nil {
@@ -97,6 +110,13 @@ func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint) (*rep
 	case roleProducer:
 		return produce(ctx, j, tx, deadline)
 	case roleConsumer:
+		if lk != nil {
+			re, ok := rx.(*ringEnd)
+			if !ok {
+				return nil, fmt.Errorf("leased consumption needs a ring, not %s", j.Lane.Transport)
+			}
+			return consumeLeased(j, re, lk, ctl.line(j.Index))
+		}
 		return consume(j, rx, progress)
 	case roleEcho:
 		if err := echo(j, rx, tx); err != nil {
@@ -146,10 +166,17 @@ func workerMain(jobJSON string) (err error) {
 			return err
 		}
 	}
+	var lk *leaseKit
+	if j.Role == roleConsumer && j.Lease {
+		if lk, err = openLeaseKit(&j); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, lk.close()) }()
+	}
 	// One goroutine does all the work: keep it on one thread, as the
 	// measuring side does.
 	runtime.LockOSThread()
-	rep, err := runWorker(ctx, &j, ctl, tx, rx)
+	rep, err := runWorker(ctx, &j, ctl, tx, rx, lk)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// Leased consumption (`run --lease`, and `run --chaos`, which implies it):
+// a consumer takes each message with Claim, shows the lease in its
+// heartbeat slot, verifies the message, marks it in a bitmap shared by
+// every consumer, and only then Acks it and clears the record. A consumer
+// killed anywhere in there loses nothing: its lease stays in the ring
+// until the parent's watchdog requeues it, and another consumer receives
+// the message again (a duplicate if the first one had marked it). What a
+// consumer counts lives in shared memory (the bitmap, its control line),
+// so it survives the consumer.
+
+// leaseDeliveryLimit is the ring's delivery limit in a leased run: the
+// most the ring allows, so that a message is set aside as poison only
+// after 15 deliveries, each of which needs a consumer killed holding it.
+const leaseDeliveryLimit = 15
+
+// watchEvery is how often the parent's watchdog scans in a leased run.
+const watchEvery = 20 * time.Millisecond
+
+// beatEvery is how often a leased consumer beats in the heartbeat table.
+const beatEvery = 50 * time.Millisecond
+
+// maxLeasedSeq bounds a producer's sequence numbers in a timed leased run,
+// where the shared bitmap must be sized up front: 2^24 messages per
+// producer (2 MiB of bitmap each), and 2^28 in all. Producers stop there:
+// the run gives them this count as well as the deadline.
+const (
+	maxLeasedSeq      = 1 << 24
+	maxLeasedSeqTotal = 1 << 28
+)
+
+// leasedSeqLimit is each producer's limit in a timed leased run.
+func leasedSeqLimit(producers int) int64 {
+	return int64(min(maxLeasedSeq, maxLeasedSeqTotal/producers))
+}
+
+// sharedSeen is the bitmap of received (producer, seq) pairs that every
+// leased consumer maps: one bit per message, set with an atomic OR, whose
+// old value says whether the message had been received before.
+type sharedSeen struct {
+	reg     *shm.Region
+	path    string
+	removed bool
+	words   []atomic.Uint64
+	base    []uint64 // first word of each producer
+	limit   []uint64 // sequence numbers below this
+}
+
+// seenLimits is each producer's sequence limit in a leased run.
+func seenLimits(per []int64) []uint64 {
+	lim := make([]uint64, len(per))
+	for p, n := range per {
+		lim[p] = uint64(n)
+	}
+	return lim
+}
+
+func seenGeometry(limits []uint64) (base []uint64, words uint64) {
+	base = make([]uint64, len(limits))
+	for p, l := range limits {
+		base[p] = words
+		words += (l + 63) / 64
+	}
+	return base, max((words+7)&^7, 8) // a region is a whole number of cache lines
+}
+
+// newSharedSeen creates the bitmap for producers with these limits.
+func newSharedSeen(limits []uint64) (*sharedSeen, error) {
+	name, err := shmName("seen")
+	if err != nil {
+		return nil, err
+	}
+	_, words := seenGeometry(limits)
+	r, err := shm.Create(name, shm.Spec{Kind: layout.KindRegion, Geometry: layout.Geometry{Capacity: 8 * words}})
+	if err != nil {
+		return nil, err
+	}
+	return viewSharedSeen(r, limits)
+}
+
+// openSharedSeen maps it in a consumer.
+func openSharedSeen(path string, limits []uint64) (*sharedSeen, error) {
+	r, err := shm.Open(path, layout.KindRegion)
+	if err != nil {
+		return nil, err
+	}
+	s, err := viewSharedSeen(r, limits)
+	if err != nil {
+		return nil, err
+	}
+	s.removed = true // not ours to remove
+	return s, nil
+}
+
+func viewSharedSeen(r *shm.Region, limits []uint64) (*sharedSeen, error) {
+	base, words := seenGeometry(limits)
+	body := r.Body()
+	if uint64(len(body)) < 8*words || uintptr(unsafe.Pointer(&body[0]))%8 != 0 {
+		r.Close()
+		return nil, fmt.Errorf("bitmap %s: %d bytes, want %d", r.Path(), len(body), 8*words)
+	}
+	return &sharedSeen{
+		reg: r, path: r.Path(), base: base, limit: limits,
+		words: unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(&body[0])), words),
+	}, nil
+}
+
+// mark records (p, seq): ok is false, recording nothing, if the pair is
+// out of range; again is true if it had been recorded before.
+func (s *sharedSeen) mark(p uint32, seq uint64) (ok, again bool) {
+	if int(p) >= len(s.limit) || seq >= s.limit[p] {
+		return false, false
+	}
+	bit := uint64(1) << (seq % 64)
+	old := s.words[s.base[p]+seq/64].Or(bit)
+	return true, old&bit != 0
+}
+
+// distinct counts the sent messages marked received; extra counts marks
+// beyond what a producer sent (a timed run's limit is above it).
+func (s *sharedSeen) distinct(sent []int64) (distinct, extra int64) {
+	for p, n := range sent {
+		if p >= len(s.limit) {
+			break
+		}
+		nw := (s.limit[p] + 63) / 64
+		for i := uint64(0); i < nw; i++ {
+			w := s.words[s.base[p]+i].Load()
+			lo := i * 64
+			in := w
+			switch {
+			case lo >= uint64(n):
+				in = 0
+			case uint64(n)-lo < 64:
+				in &= 1<<(uint64(n)-lo) - 1
+			}
+			distinct += int64(bits.OnesCount64(in))
+			extra += int64(bits.OnesCount64(w &^ in))
+		}
+	}
+	return distinct, extra
+}
+
+func (s *sharedSeen) detach() error {
+	if s.removed {
+		return nil
+	}
+	s.removed = true
+	return shm.Remove(s.path)
+}
+
+func (s *sharedSeen) close() error {
+	return errors.Join(s.detach(), s.reg.Close())
+}
+
+// linkedFile is a file someone else maps and closes (the heartbeat table,
+// the Pass scheduler's rings): the fleet only unlinks it, and closes it
+// with closeFn if that is set.
+type linkedFile struct {
+	path      string
+	removed   bool
+	closeFn   func() error
+	missingOK bool // the file may never have been created
+}
+
+func (l *linkedFile) detach() error {
+	if l.removed {
+		return nil
+	}
+	l.removed = true
+	err := shm.Remove(l.path)
+	if l.missingOK && errors.Is(err, shm.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (l *linkedFile) close() error {
+	err := l.detach()
+	if l.closeFn != nil {
+		err = errors.Join(err, l.closeFn())
+	}
+	return err
+}
+
+// leaseKit is what a leased consumer process holds besides its ring end.
+type leaseKit struct {
+	hb     *sched.Heartbeat
+	member *sched.Member
+	seen   *sharedSeen
+
+	stopBeat chan struct{}
+	beating  sync.WaitGroup
+}
+
+// openLeaseKit registers the consumer in the heartbeat table, maps the
+// shared bitmap, and starts beating.
+func openLeaseKit(j *job) (*leaseKit, error) {
+	hb, err := sched.OpenHeartbeat(j.Heartbeat)
+	if err != nil {
+		return nil, err
+	}
+	m, err := hb.Register(fmt.Sprintf("consumer-%d", j.ID))
+	if err != nil {
+		hb.Close()
+		return nil, err
+	}
+	seen, err := openSharedSeen(j.Seen, seenLimits(j.PerProducer))
+	if err != nil {
+		m.Unregister()
+		hb.Close()
+		return nil, err
+	}
+	k := &leaseKit{hb: hb, member: m, seen: seen, stopBeat: make(chan struct{})}
+	k.beating.Add(1)
+	go func() {
+		defer k.beating.Done()
+		t := time.NewTicker(beatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-k.stopBeat:
+				return
+			case <-t.C:
+				m.Beat()
+			}
+		}
+	}()
+	return k, nil
+}
+
+func (k *leaseKit) close() error {
+	close(k.stopBeat)
+	k.beating.Wait()
+	return errors.Join(k.member.Unregister(), k.hb.Close(), k.seen.close())
+}
+
+// claim leases the next message, polling or blocking as the end does.
+func (e *ringEnd) claim() (transport.Lease, error) {
+	if !e.poll {
+		return e.r.Claim(e.ctx)
+	}
+	for fails := 1; ; fails++ {
+		l, err := e.r.TryClaim()
+		if !errors.Is(err, transport.ErrEmpty) {
+			return l, err
+		}
+		if err := e.idle(fails); err != nil {
+			return l, err
+		}
+	}
+}
+
+// consumeLeased is consume with leases: for each message Claim, record
+// the lease in the heartbeat slot, verify, mark it in the shared bitmap,
+// count it in the control line, then Ack and clear the record, until an
+// end marker. A message is counted as received before it is acked: if the
+// consumer dies in between, the message comes again and counts as a
+// duplicate, never as lost.
+func consumeLeased(j *job, e *ringEnd, k *leaseKit, line ctlLineWords) (*report, error) {
+	r := e.r
+	ringID := r.ID()
+	rec := newRecorder()
+	rep := &report{Role: roleConsumer, ID: j.ID, rec: rec}
+	var received, dup, corrupt uint64
+	for {
+		l, err := e.claim()
+		now := shm.MonoNow()
+		if err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		ref, rerr := k.member.RecordLease(ringID, l.Slot(), l.Lap(), l.Deliveries)
+		h, err := parseMsg(l.Data(), j.Lane.Payload)
+		end := err == nil && h.isEnd()
+		again := false
+		if err == nil && !end {
+			var ok bool
+			if ok, again = k.seen.mark(h.producer, h.seq); !ok {
+				err = fmt.Errorf("producer %d sequence %d out of range", h.producer, h.seq)
+			}
+		}
+		switch {
+		case err != nil:
+			if corrupt == 0 {
+				rep.Why = err.Error()
+			}
+			corrupt++
+			line.corrupt.Store(corrupt)
+		case !end:
+			received++
+			if again {
+				dup++
+				line.dup.Store(dup)
+			} else {
+				rec.record(now - h.sent)
+			}
+			if rep.First == 0 {
+				rep.First = now
+			}
+			rep.Last = now
+			line.last.Store(uint64(now))
+			line.progress.Store(received)
+		}
+		if err := r.Ack(l); err != nil {
+			return nil, fmt.Errorf("ack: %w", err)
+		}
+		if rerr == nil {
+			k.member.ClearLease(ref)
+		}
+		if end {
+			break
+		}
+	}
+	rep.Received, rep.Corrupt = int64(received), int64(corrupt)
+	return rep, nil
+}
+
+// leaseWatch is the parent's watchdog in a leased run: every watchEvery it
+// scans the heartbeat table (reclaiming dead consumers' slots once their
+// leases are requeued) and repairs the ring (which requeues the leases of
+// any participant proven dead, registered in the table or not).
+type leaseWatch struct {
+	wd   *sched.Watchdog
+	ring *transport.Ring
+
+	mu        sync.Mutex
+	scans     int
+	reclaimed int
+	problems  []string
+
+	stopCh chan struct{}
+	done   chan struct{}
+}
+
+func newLeaseWatch(hb *sched.Heartbeat, r *transport.Ring) *leaseWatch {
+	return &leaseWatch{wd: sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}), ring: r}
+}
+
+// start runs the periodic scans until stop.
+func (w *leaseWatch) start() {
+	w.stopCh, w.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopCh:
+				return
+			case <-t.C:
+				w.scan()
+			}
+		}
+	}()
+}
+
+// stop ends the periodic scans; safe to call more than once, or without
+// start.
+func (w *leaseWatch) stop() {
+	if w.stopCh == nil {
+		return
+	}
+	select {
+	case <-w.stopCh:
+	default:
+		close(w.stopCh)
+	}
+	<-w.done
+}
+
+// scan runs one watchdog scan and one ring repair, and reports whether
+// everything is clean: nobody dead in the table, nothing orphaned,
+// poisoned or corrupt in the ring, no requeue deferred.
+func (w *leaseWatch) scan() (clean bool, why string) {
+	rep := w.wd.Scan(true)
+	rr, rerr := w.ring.Repair()
+	w.mu.Lock()
+	w.scans++
+	w.reclaimed += len(rep.Reclaimed)
+	w.mu.Unlock()
+	sc := w.ring.Scan()
+	problems := sc.Problems
+	for _, sl := range sc.Slots {
+		if sl.Problem == transport.SlotPoison {
+			problems-- // there for good: counted as lost at the end
+		}
+	}
+	switch {
+	case rep.Dead > 0:
+		return false, fmt.Sprintf("%d dead participants in the heartbeat table", rep.Dead)
+	case rerr != nil:
+		return false, rerr.Error()
+	case rr.Deferred > 0 || sc.Counters.Deferred > 0:
+		return false, "requeues deferred"
+	case problems > 0:
+		return false, fmt.Sprintf("%d ring slots orphaned or corrupt", problems)
+	}
+	for _, p := range sc.Peers {
+		if p.Dead {
+			return false, "dead ring participants"
+		}
+	}
+	return true, ""
+}
+
+// settle scans until clean: every lease of a killed consumer is back in
+// the ring, ahead of the end markers that come next.
+func (w *leaseWatch) settle(ctx context.Context) error {
+	for {
+		clean, why := w.scan()
+		if clean {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ring never settled (%s): %w", why, context.Cause(ctx))
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (w *leaseWatch) counts() (scans, reclaimed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.scans, w.reclaimed
+}
