@@ -108,8 +108,11 @@ func (w *Watchdog) Scan(apply bool) WatchReport {
 		}
 	}
 	w.noteDepartures(&rep)
-	if apply && rep.Dead > 0 {
+	if apply {
 		// Requeue first: a slot is freed only after its work is back.
+		// Every ring is repaired even when no participant of the table
+		// is dead: a process may die after attaching to a ring and
+		// before registering here, and only the ring's own table knows.
 		for _, r := range w.cfg.Rings {
 			w.repairRing(&rep, r)
 		}

@@ -170,3 +170,21 @@ func TestWatchdogPublishesUnregistration(t *testing.T) {
 		t.Fatalf("%v %v", e, err)
 	}
 }
+
+// TestWatchdogRepairsRingWithoutDeadMember: a process that dies holding a
+// lease without ever registering in the table is still recovered by a
+// scan, through the ring's own participant table.
+func TestWatchdogRepairsRingWithoutDeadMember(t *testing.T) {
+	f, h, _ := holderSetup(t)
+	// Forget the holder in the table: the ring alone knows it.
+	h.ctl(0).Store(0)
+	r := openRing(t, f.submit)
+	rep := NewWatchdog(h, WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+	if rep.Dead != 0 || len(rep.RingRepairs) != 1 || rep.RingRepairs[0].Report.Requeued != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	buf := make([]byte, 64)
+	if n, err := r.TryPop(buf); err != nil || string(buf[:n]) != "job-7" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+}
