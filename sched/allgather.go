@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -76,7 +75,7 @@ type AllGatherConfig struct {
 type AllGather struct {
 	reg     *shm.Region
 	lay     layout.AllGatherLayout
-	area    []byte
+	area    shm.Words
 	seq     *atomic.Uint32
 	waiters *atomic.Uint32
 	abort   *atomic.Uint64
@@ -128,8 +127,8 @@ func newAllGather(reg *shm.Region) (*AllGather, error) {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrGatherCorrupt, reg.Path(), len(area), lay.BodySize)
 	}
 	g := &AllGather{reg: reg, lay: lay, area: area}
-	g.seq, g.waiters = g.u32(layout.AGOffSeq), g.u32(layout.AGOffWaiters)
-	g.abort = g.u64(layout.AGOffAbort)
+	g.seq, g.waiters = g.area.U32(layout.AGOffSeq), g.area.U32(layout.AGOffWaiters)
+	g.abort = g.area.U64(layout.AGOffAbort)
 	return g, nil
 }
 
@@ -149,18 +148,12 @@ func (g *AllGather) Header() layout.Header { return g.reg.Header() }
 // afterwards; leave first.
 func (g *AllGather) Close() error { return g.reg.Close() }
 
-func (g *AllGather) u64(off uint64) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&g.area[off]))
+func (g *AllGather) ctl(i uint64) *atomic.Uint64 {
+	return g.area.U64(g.lay.SlotOff(i) + layout.AGSlotCtl)
 }
-
-func (g *AllGather) u32(off uint64) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&g.area[off]))
-}
-
-func (g *AllGather) ctl(i uint64) *atomic.Uint64 { return g.u64(g.lay.SlotOff(i) + layout.AGSlotCtl) }
 
 func (g *AllGather) round(i uint64) *atomic.Uint64 {
-	return g.u64(g.lay.SlotOff(i) + layout.AGSlotRound)
+	return g.area.U64(g.lay.SlotOff(i) + layout.AGSlotRound)
 }
 
 // GatherPeer is one participant slot as read from the file.
@@ -181,9 +174,9 @@ func (g *AllGather) Peers() []GatherPeer {
 		c := layout.UnpackPeer(g.ctl(uint64(i)).Load())
 		peers[i] = GatherPeer{
 			Index: i, State: layout.AGStateName(c.State), PID: int32(c.PID),
-			Start:  g.u64(base + layout.AGSlotStart).Load(),
+			Start:  g.area.U64(base + layout.AGSlotStart).Load(),
 			Round:  g.round(uint64(i)).Load(),
-			Joined: time.Unix(0, int64(g.u64(base+layout.AGSlotJoined).Load())),
+			Joined: time.Unix(0, int64(g.area.U64(base+layout.AGSlotJoined).Load())),
 		}
 	}
 	return peers
@@ -241,9 +234,9 @@ func (g *AllGather) Join(rank int, opts ...GatherOption) (*GatherMember, error) 
 		return nil, fmt.Errorf("%w: %s: participant %d joined concurrently", ErrGatherRankTaken, g.Path(), rank)
 	}
 	base := g.lay.SlotOff(i)
-	g.u64(base + layout.AGSlotStart).Store(self.Start)
-	g.u64(base + layout.AGSlotBoot).Store(shm.BootTag())
-	g.u64(base + layout.AGSlotJoined).Store(uint64(time.Now().UnixNano()))
+	g.area.U64(base + layout.AGSlotStart).Store(self.Start)
+	g.area.U64(base + layout.AGSlotBoot).Store(shm.BootTag())
+	g.area.U64(base + layout.AGSlotJoined).Store(uint64(time.Now().UnixNano()))
 	if r := g.round(i).Load(); r != 0 {
 		return nil, fmt.Errorf("%w: %s: free participant %d already at round %d", ErrGatherCorrupt, g.Path(), rank, r)
 	}
@@ -322,8 +315,8 @@ func (m *GatherMember) AllGather(dst, local []uint32) ([]uint32, error) {
 	for i, w := range local {
 		binary.LittleEndian.PutUint32(words[4*i:], w)
 	}
-	g.u32(off + layout.AGBufLen).Store(uint32(len(local)))
-	g.u32(off + layout.AGBufRound).Store(uint32(r))
+	g.area.U32(off + layout.AGBufLen).Store(uint32(len(local)))
+	g.area.U32(off + layout.AGBufRound).Store(uint32(r))
 	shm.CrashPoint("allgather.before-publish")
 	g.round(m.rank).Store(r)
 	m.done = r
@@ -482,7 +475,7 @@ func (m *GatherMember) checkLiveness(r uint64) error {
 		var v shm.Verdict
 		switch c.State {
 		case layout.AGActive:
-			v = shm.Judge(int32(c.PID), g.u64(base+layout.AGSlotStart).Load(), g.u64(base+layout.AGSlotBoot).Load(), true)
+			v = shm.Judge(int32(c.PID), g.area.U64(base+layout.AGSlotStart).Load(), g.area.U64(base+layout.AGSlotBoot).Load(), true)
 		case layout.AGClaiming:
 			v = shm.Judge(int32(c.PID), 0, 0, false)
 		default:
@@ -523,8 +516,8 @@ func (m *GatherMember) collect(dst, local []uint32, r uint64) ([]uint32, error) 
 			continue
 		}
 		off := g.lay.BufferOff(i, r)
-		ln := uint64(g.u32(off + layout.AGBufLen).Load())
-		tag := g.u32(off + layout.AGBufRound).Load()
+		ln := uint64(g.area.U32(off + layout.AGBufLen).Load())
+		tag := g.area.U32(off + layout.AGBufRound).Load()
 		switch {
 		case tag != uint32(r) || ln > g.lay.Words:
 			return dst[:start], m.fail(layout.AGAbortCorrupt, i, r, fmt.Errorf("%w: %s: participant %d's buffer for round %d holds round %d, %d words",

@@ -328,8 +328,8 @@ func TestAllGatherCorruptSlots(t *testing.T) {
 		}, layout.AGAbortCorrupt},
 		{"buffer length", func(ag *AllGather) {
 			off := ag.lay.BufferOff(1, 1)
-			ag.u32(off + layout.AGBufRound).Store(1)
-			ag.u32(off + layout.AGBufLen).Store(1 << 20)
+			ag.area.U32(off + layout.AGBufRound).Store(1)
+			ag.area.U32(off + layout.AGBufLen).Store(1 << 20)
 			ag.round(1).Store(1)
 		}, layout.AGAbortCorrupt},
 	} {

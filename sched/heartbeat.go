@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -32,7 +31,7 @@ type HeartbeatConfig struct {
 type Heartbeat struct {
 	reg  *shm.Region
 	lay  layout.HeartbeatLayout
-	area []byte
+	area shm.Words
 	boot uint64
 }
 
@@ -99,15 +98,9 @@ func (h *Heartbeat) Header() layout.Header { return h.reg.Header() }
 // or they stay registered until a watchdog finds their process dead.
 func (h *Heartbeat) Close() error { return h.reg.Close() }
 
-func (h *Heartbeat) u64(off uint64) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&h.area[off]))
+func (h *Heartbeat) ctl(i uint64) *atomic.Uint64 {
+	return h.area.U64(h.lay.SlotOff(i) + layout.HBSlotCtl)
 }
-
-func (h *Heartbeat) u32(off uint64) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&h.area[off]))
-}
-
-func (h *Heartbeat) ctl(i uint64) *atomic.Uint64 { return h.u64(h.lay.SlotOff(i) + layout.HBSlotCtl) }
 
 // Totals are the table's lifetime counters.
 type Totals struct{ Registered, Unregistered, Reclaimed uint64 }
@@ -115,9 +108,9 @@ type Totals struct{ Registered, Unregistered, Reclaimed uint64 }
 // Totals reads the table's counters.
 func (h *Heartbeat) Totals() Totals {
 	return Totals{
-		Registered:   h.u64(layout.HBOffRegistered).Load(),
-		Unregistered: h.u64(layout.HBOffUnregistered).Load(),
-		Reclaimed:    h.u64(layout.HBOffReclaimed).Load(),
+		Registered:   h.area.U64(layout.HBOffRegistered).Load(),
+		Unregistered: h.area.U64(layout.HBOffUnregistered).Load(),
+		Reclaimed:    h.area.U64(layout.HBOffReclaimed).Load(),
 	}
 }
 
@@ -151,10 +144,10 @@ func (h *Heartbeat) Register(label string) (*Member, error) {
 			continue
 		}
 		base := h.lay.SlotOff(i)
-		h.u64(base + layout.HBSlotStart).Store(self.Start)
-		h.u64(base + layout.HBSlotBoot).Store(h.boot)
-		h.u64(base + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
-		h.u64(base + layout.HBSlotRegistered).Store(uint64(time.Now().UnixNano()))
+		h.area.U64(base + layout.HBSlotStart).Store(self.Start)
+		h.area.U64(base + layout.HBSlotBoot).Store(h.boot)
+		h.area.U64(base + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
+		h.area.U64(base + layout.HBSlotRegistered).Store(uint64(time.Now().UnixNano()))
 		writeLabel(h.area[base+layout.HBSlotLabel:base+layout.HBSlotLabel+layout.HBLabelSize], label)
 		m := &Member{h: h, slot: i}
 		for j := uint64(0); j < h.lay.Leases; j++ {
@@ -167,7 +160,7 @@ func (h *Heartbeat) Register(label string) (*Member, error) {
 			continue // only a watchdog that proved our pid gone changes it
 		}
 		m.ctl = active
-		h.u64(layout.HBOffRegistered).Add(1)
+		h.area.U64(layout.HBOffRegistered).Add(1)
 		return m, nil
 	}
 	return nil, fmt.Errorf("%w: %s: all %d slots taken", ErrTableFull, h.Path(), h.lay.Capacity)
@@ -184,7 +177,7 @@ func (m *Member) Slot() int { return int(m.slot) }
 // Beat records that the member is alive now (CLOCK_MONOTONIC, comparable
 // across processes). It costs one clock read and one store.
 func (m *Member) Beat() {
-	m.h.u64(m.h.lay.SlotOff(m.slot) + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
+	m.h.area.U64(m.h.lay.SlotOff(m.slot) + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
 }
 
 // Registered reports whether the slot is still this member's (a watchdog
@@ -207,13 +200,13 @@ func (m *Member) RecordLease(ringID, slot uint64, lap uint32, deliveries int) (L
 	m.free = m.free[:len(m.free)-1]
 	m.mu.Unlock()
 	off := m.h.lay.LeaseOff(m.slot, j)
-	ver := m.h.u32(off + layout.HBLeaseVersion)
+	ver := m.h.area.U32(off + layout.HBLeaseVersion)
 	v := ver.Load()
 	ver.Store(v | 1) // odd: being written
-	m.h.u32(off + layout.HBLeaseDeliveries).Store(uint32(deliveries))
-	m.h.u64(off + layout.HBLeaseRing).Store(ringID)
-	m.h.u64(off + layout.HBLeasePos).Store(slot&0xffffffff | uint64(lap)<<32)
-	m.h.u64(off + layout.HBLeaseClaimed).Store(uint64(shm.MonoNow()))
+	m.h.area.U32(off + layout.HBLeaseDeliveries).Store(uint32(deliveries))
+	m.h.area.U64(off + layout.HBLeaseRing).Store(ringID)
+	m.h.area.U64(off + layout.HBLeasePos).Store(slot&0xffffffff | uint64(lap)<<32)
+	m.h.area.U64(off + layout.HBLeaseClaimed).Store(uint64(shm.MonoNow()))
 	ver.Store((v | 1) + 1)
 	return LeaseRef{index: j}, nil
 }
@@ -228,13 +221,13 @@ func (m *Member) ClearLease(ref LeaseRef) {
 
 func (h *Heartbeat) clearLease(i, j uint64) {
 	off := h.lay.LeaseOff(i, j)
-	ver := h.u32(off + layout.HBLeaseVersion)
+	ver := h.area.U32(off + layout.HBLeaseVersion)
 	v := ver.Load()
 	ver.Store(v | 1)
-	h.u64(off + layout.HBLeaseRing).Store(0)
-	h.u64(off + layout.HBLeasePos).Store(0)
-	h.u32(off + layout.HBLeaseDeliveries).Store(0)
-	h.u64(off + layout.HBLeaseClaimed).Store(0)
+	h.area.U64(off + layout.HBLeaseRing).Store(0)
+	h.area.U64(off + layout.HBLeasePos).Store(0)
+	h.area.U32(off + layout.HBLeaseDeliveries).Store(0)
+	h.area.U64(off + layout.HBLeaseClaimed).Store(0)
 	ver.Store((v | 1) + 1)
 }
 
@@ -247,10 +240,10 @@ func (m *Member) Unregister() error {
 	}
 	c := layout.UnpackPeer(m.ctl)
 	exit := layout.LastExit{PID: c.PID, Reason: layout.ExitUnregistered, Gen: c.Gen}.Pack()
-	h.u64(h.lay.SlotOff(m.slot) + layout.HBSlotLastExit).Store(exit)
+	h.area.U64(h.lay.SlotOff(m.slot) + layout.HBSlotLastExit).Store(exit)
 	if !h.ctl(m.slot).CompareAndSwap(m.ctl, layout.PeerCtl{State: layout.HBFree, Gen: c.Gen + 1}.Pack()) {
 		return fmt.Errorf("%w: %s: slot %d", ErrNotRegistered, h.Path(), m.slot)
 	}
-	h.u64(layout.HBOffUnregistered).Add(1)
+	h.area.U64(layout.HBOffUnregistered).Add(1)
 	return nil
 }

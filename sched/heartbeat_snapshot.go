@@ -76,20 +76,20 @@ func (h *Heartbeat) snapshot(i uint64, now int64) Participant {
 	v := h.ctl(i).Load()
 	c := layout.UnpackPeer(v)
 	p := Participant{Slot: int(i), State: layout.HBStateName(c.State), Gen: c.Gen, ctl: v,
-		LastExit: layout.UnpackLastExit(h.u64(base + layout.HBSlotLastExit).Load())}
+		LastExit: layout.UnpackLastExit(h.area.U64(base + layout.HBSlotLastExit).Load())}
 	if c.State == layout.HBFree {
 		return p
 	}
-	p.ID = shm.ProcessID{PID: int32(c.PID), Start: h.u64(base + layout.HBSlotStart).Load()}
+	p.ID = shm.ProcessID{PID: int32(c.PID), Start: h.area.U64(base + layout.HBSlotStart).Load()}
 	label := h.area[base+layout.HBSlotLabel : base+layout.HBSlotLabel+layout.HBLabelSize]
 	if n := bytes.IndexByte(label, 0); n >= 0 {
 		label = label[:n]
 	}
 	p.Label = string(label)
-	if ns := int64(h.u64(base + layout.HBSlotRegistered).Load()); ns > 0 {
+	if ns := int64(h.area.U64(base + layout.HBSlotRegistered).Load()); ns > 0 {
 		p.Registered = time.Unix(0, ns)
 	}
-	if beat := int64(h.u64(base + layout.HBSlotBeat).Load()); beat > 0 && beat <= now {
+	if beat := int64(h.area.U64(base + layout.HBSlotBeat).Load()); beat > 0 && beat <= now {
 		p.BeatAge = time.Duration(now - beat)
 	}
 	for j := uint64(0); j < h.lay.Leases; j++ {
@@ -101,7 +101,7 @@ func (h *Heartbeat) snapshot(i uint64, now int64) Participant {
 	}
 	switch c.State {
 	case layout.HBClaiming, layout.HBActive, layout.HBReclaiming:
-		p.Verdict = shm.Judge(p.ID.PID, p.ID.Start, h.u64(base+layout.HBSlotBoot).Load(), c.State != layout.HBClaiming)
+		p.Verdict = shm.Judge(p.ID.PID, p.ID.Start, h.area.U64(base+layout.HBSlotBoot).Load(), c.State != layout.HBClaiming)
 		if c.State == layout.HBReclaiming {
 			p.Verdict.Dead = true
 		}
@@ -115,16 +115,16 @@ func (h *Heartbeat) snapshot(i uint64, now int64) Participant {
 // reported unstable rather than spinning on a writer that may be dead.
 func (h *Heartbeat) readLease(i, j uint64, now int64) (l LeaseInfo, ok, stable bool) {
 	off := h.lay.LeaseOff(i, j)
-	ver := h.u32(off + layout.HBLeaseVersion)
+	ver := h.area.U32(off + layout.HBLeaseVersion)
 	for try := 0; try < 8; try++ {
 		v1 := ver.Load()
 		if v1&1 != 0 {
 			continue
 		}
-		ring := h.u64(off + layout.HBLeaseRing).Load()
-		pos := h.u64(off + layout.HBLeasePos).Load()
-		deliveries := h.u32(off + layout.HBLeaseDeliveries).Load()
-		claimed := int64(h.u64(off + layout.HBLeaseClaimed).Load())
+		ring := h.area.U64(off + layout.HBLeaseRing).Load()
+		pos := h.area.U64(off + layout.HBLeasePos).Load()
+		deliveries := h.area.U32(off + layout.HBLeaseDeliveries).Load()
+		claimed := int64(h.area.U64(off + layout.HBLeaseClaimed).Load())
 		if ver.Load() != v1 {
 			continue
 		}

@@ -117,7 +117,7 @@ func TestHeartbeatDeadAndRecycledPID(t *testing.T) {
 	}
 	base := h.lay.SlotOff(0)
 	h.ctl(0).Store(layout.PeerCtl{State: layout.HBActive, PID: uint32(id.PID)}.Pack())
-	h.u64(base + layout.HBSlotStart).Store(id.Start - 1)
+	h.area.U64(base + layout.HBSlotStart).Store(id.Start - 1)
 	p, _ = h.Snapshot(0)
 	if p.Health(0) != "dead" || p.Verdict.State != shm.ProcReused {
 		t.Fatalf("recycled pid not reported dead: %+v", p.Verdict)

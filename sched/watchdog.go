@@ -177,11 +177,11 @@ func (w *Watchdog) reclaim(rep *WatchReport, p Participant) {
 	}
 	shm.CrashPoint("hb.reclaim.before-free")
 	exit := layout.LastExit{PID: c.PID, Reason: layout.ExitReclaimed, Gen: c.Gen}.Pack()
-	h.u64(h.lay.SlotOff(uint64(p.Slot)) + layout.HBSlotLastExit).Store(exit)
+	h.area.U64(h.lay.SlotOff(uint64(p.Slot)) + layout.HBSlotLastExit).Store(exit)
 	if !ctl.CompareAndSwap(reclaiming, layout.PeerCtl{State: layout.HBFree, Gen: c.Gen + 1}.Pack()) {
 		return // another watchdog freed it first, and published it
 	}
-	h.u64(layout.HBOffReclaimed).Add(1)
+	h.area.U64(layout.HBOffReclaimed).Add(1)
 	rep.Reclaimed = append(rep.Reclaimed, p)
 	w.publish(rep, ExitEvent{PID: p.ID.PID, ID: p.ID, Slot: p.Slot, Reason: ExitReclaimed, Detail: p.Verdict.Reason})
 	delete(w.known, p.Slot)

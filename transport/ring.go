@@ -48,7 +48,7 @@ func SlotSizeFor(n int) uint32 {
 type Ring struct {
 	reg  *shm.Region
 	lay  layout.RingLayout
-	area []byte // the ring's area: reg.Bytes()[header size:]
+	area shm.Words // the ring's area: reg.Bytes()[header size:]
 	mask uint64
 
 	tail, head               *atomic.Uint64
@@ -123,8 +123,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	if uint64(len(r.area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(r.area), lay.BodySize)
 	}
-	u64 := func(off uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.area[off])) }
-	u32 := func(off uint64) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&r.area[off])) }
+	u64, u32 := r.area.U64, r.area.U32
 	if uintptr(unsafe.Pointer(&r.area[0]))%layout.CacheLine != 0 {
 		return nil, fmt.Errorf("%w: %s: ring area not cache-line aligned", ErrCorrupt, reg.Path())
 	}
@@ -246,7 +245,7 @@ func (r *Ring) Counters() Counters {
 // slotWord returns the atomic word of slot i. i is always a local value
 // masked by the capacity, never an index read from the mapping.
 func (r *Ring) slotWord(i uint64) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&r.area[r.lay.SlotOff(i&r.mask)]))
+	return r.area.U64(r.lay.SlotOff(i & r.mask))
 }
 
 // payload returns slot i's payload bytes [0, n); n is validated by callers

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -20,8 +19,7 @@ type peerEntry struct {
 
 func (r *Ring) peer(i uint64) peerEntry {
 	off := r.lay.ParticipantOff(i)
-	u64 := func(o uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.area[off+o])) }
-	return peerEntry{ctl: u64(0), start: u64(8), boot: u64(16), attached: u64(24)}
+	return peerEntry{ctl: r.area.U64(off), start: r.area.U64(off + 8), boot: r.area.U64(off + 16), attached: r.area.U64(off + 24)}
 }
 
 // attach takes a free participant entry. When none is free it takes over

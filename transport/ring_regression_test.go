@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Review tests: each one demonstrates a defect of the ring found in review.
-// They fail against the code as it stands; each says what it expects.
+// Regression tests: each one reproduces a defect of the ring found in
+// review (and since fixed); each says what it expects.
 
 const reviewHelper = "TestRingReviewHelperProcess"
 

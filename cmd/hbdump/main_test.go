@@ -4,61 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-// The command is built once, by the first test that runs it, into a
-// directory TestMain removes. Child processes and fuzz workers, which run
-// no such test, never build it.
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
+	"github.com/shmkit/shmkit/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	proctest.RemoveBuilds()
 	os.Exit(code)
 }
 
 // hbdumpBin returns the built command.
-func hbdumpBin(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "hbdump-test-"); buildErr != nil {
-			return
-		}
-		bin := filepath.Join(buildDir, "hbdump")
-		if out, err := exec.Command(goTool(), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building hbdump: %v\n%s", err, out)
-			return
-		}
-		binPath = bin
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
-}
+func hbdumpBin(t testing.TB) string { return proctest.BuildCommand(t, "hbdump") }
 
 // result is one run of the command.
 type result struct {

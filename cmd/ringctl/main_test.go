@@ -8,56 +8,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/internal/proctest"
 )
 
 var update = flag.Bool("update", false, "rewrite the fixtures and golden files under testdata/")
-
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	cliutil.ReadyWait = 0 // in-process runs: a file that is not ready is refused at once
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	proctest.RemoveBuilds()
 	os.Exit(code)
 }
 
 // ringctl returns the path of the real binary, built once per test run.
-func ringctl(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binError = os.MkdirTemp("", "ringctl-test-"); binError != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "ringctl")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binError = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binError != nil {
-		t.Fatal(binError)
-	}
-	return binPath
-}
+func ringctl(t testing.TB) string { return proctest.BuildCommand(t, "ringctl") }
 
 // result is what one run of the binary did.
 type result struct {
