@@ -50,7 +50,7 @@ const (
 	RingOffRepairs        = 360
 	RingOffRepairLock     = 384
 	RingOffParticipants   = 448
-	RingParticipantSize   = 32
+	RingParticipantSize   = PeerEntrySize
 	RingSlotWordSize      = 8
 	RingMinSlotSize       = 64
 	RingMaxSlotSize       = 1 << 20
@@ -159,12 +159,7 @@ func (l *RingLayout) fieldMap() Map {
 		u64("ring.repair_lock", RingOffRepairLock, "participant index+1 of the repairer, 0 when free"),
 	}}
 	m.Areas = []Area{
-		{Name: "participant", Offset: RingOffParticipants, Stride: RingParticipantSize, Count: l.Participants, Fields: []Field{
-			{"ctl", 0, 8, "state (bits 0-7), generation (8-31), pid (32-63)"},
-			{"start", 8, 8, "process start time, clock ticks since boot"},
-			{"boot", 16, 8, "first 8 bytes of the boot id"},
-			{"attached_ns", 24, 8, "attach time, Unix nanoseconds"},
-		}},
+		PeerArea(RingOffParticipants, l.Participants),
 		{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
 			{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
 			{"payload", 8, l.SlotSize - 8, "message bytes"},
@@ -282,6 +277,21 @@ func (l *RingLayout) LapOf(pos uint64) uint32 { return uint32(pos>>l.CapShift) &
 func LapDiff(a, b uint32) int32 {
 	d := (a - b) & SlotLapMask
 	return int32(d<<(32-SlotLapBits)) >> (32 - SlotLapBits)
+}
+
+// PeerEntrySize is the size of one participant table entry (ring, deque and
+// hash map files keep such a table): ctl, start, boot, attached_ns. This
+// constant is part of the format.
+const PeerEntrySize = 32
+
+// PeerArea describes a participant table of n entries at off.
+func PeerArea(off, n uint64) Area {
+	return Area{Name: "participant", Offset: off, Stride: PeerEntrySize, Count: n, Fields: []Field{
+		{"ctl", 0, 8, "state (bits 0-7), generation (8-31), pid (32-63)"},
+		{"start", 8, 8, "process start time, clock ticks since boot"},
+		{"boot", 16, 8, "first 8 bytes of the boot id"},
+		{"attached_ns", 24, 8, "attach time, Unix nanoseconds"},
+	}}
 }
 
 // Participant entry control word: state, generation and pid in one atomic

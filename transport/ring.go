@@ -58,14 +58,12 @@ type Ring struct {
 	burned, correlation      *atomic.Uint64
 	claimed, acked, requeued *atomic.Uint64
 	poisoned, abandoned      *atomic.Uint64
-	repairs, repairLock      *atomic.Uint64
+	repairs                  *atomic.Uint64
 	notEmptySeq, notEmptyW   *atomic.Uint32
 	notFullSeq, notFullW     *atomic.Uint32
 
-	id      uint64 // layout.FileID of the ring file
-	self    uint16 // participant index + 1; 0 when not attached
-	selfCtl uint64 // our participant control word, to detach exactly
-	boot    uint64 // our boot tag
+	peerTable        // participants, the repair lock, and our entry (self)
+	id        uint64 // layout.FileID of the ring file
 }
 
 // CreateRing creates a ring file at path (a bare name lives in /dev/shm).
@@ -135,8 +133,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	r.correlation = u64(layout.RingOffCorrelation)
 	r.claimed, r.acked, r.requeued = u64(layout.RingOffClaimed), u64(layout.RingOffAcked), u64(layout.RingOffRequeued)
 	r.poisoned, r.abandoned, r.repairs = u64(layout.RingOffPoisoned), u64(layout.RingOffAbandoned), u64(layout.RingOffRepairs)
-	r.repairLock = u64(layout.RingOffRepairLock)
-	r.boot = shm.BootTag()
+	r.peerTable = newPeerTable(r.area, layout.RingOffParticipants, lay.Participants, u64(layout.RingOffRepairLock), reg.Path())
 	r.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return r, nil
 }

@@ -162,10 +162,10 @@ type chaosInstance struct {
 // parent's random kills, these land exactly in the windows of docs/design.md.
 var (
 	chaosProducerPoints = []string{"ring.push.after-claim", "ring.push.after-advance", "ring.push.after-write",
-		"ring.push.after-publish", "ring.push.after-burn", "ring.attach.after-claim-entry"}
+		"ring.push.after-publish", "ring.push.after-burn", "peers.attach.after-claim-entry"}
 	chaosConsumerPoints = []string{"ring.pop.after-take", "ring.pop.after-advance", "ring.pop.after-copy",
 		"ring.claim.after-take", "ring.claim.after-advance", "ring.ack.before-free", "ring.repair.after-requeue",
-		"ring.attach.after-claim-entry"}
+		"peers.attach.after-claim-entry"}
 )
 
 type chaosGot struct {

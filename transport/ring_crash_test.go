@@ -373,7 +373,7 @@ func TestCrashRepairer(t *testing.T) {
 	r.TryPush(encodeMsg(7))
 	hold := runCrashChild(t, r.Path(), "hold", "test.lease.processing", 1)
 	runCrashChild(t, r.Path(), "repair", "ring.repair.after-requeue", 1)
-	if r.repairLock.Load() == 0 {
+	if r.lock.Load() == 0 {
 		t.Fatal("dead repairer did not hold the repair role")
 	}
 	rep := mustRepair(t, r)
@@ -389,7 +389,7 @@ func TestCrashRepairer(t *testing.T) {
 // it "claiming"; when the table is full, the next attach reclaims it.
 func TestCrashAttach(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 8, Participants: 2})
-	runCrashChild(t, r.Path(), "attach", "ring.attach.after-claim-entry", 1)
+	runCrashChild(t, r.Path(), "attach", "peers.attach.after-claim-entry", 1)
 	o, err := OpenRing(r.Path())
 	if err != nil {
 		t.Fatalf("attach with a dead claimer in a full table: %v", err)

@@ -141,36 +141,16 @@ func (r *Ring) Repair() (RepairReport, error) {
 	if !r.lockRepair() {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, r.Path())
 	}
-	defer r.repairLock.CompareAndSwap(lockValue(r.self, layout.UnpackPeer(r.selfCtl).Gen), 0)
+	defer r.unlockRepair()
 	// Consumers retry a repair while this is non-zero. Clear it now: a
 	// detach that defers leases after this point sets it again.
 	r.deferred.Store(0)
 
 	// 1. Prove deaths. An entry marked dead stays dead until its slots are
 	// repaired, so an interrupted repair is finished by the next one.
-	dead := make([]bool, r.lay.Participants)
-	anyDead := false
-	for i := uint64(0); i < r.lay.Participants; i++ {
-		ps, v := r.peerStatus(i)
-		if !ps.Dead || ps.Self {
-			continue
-		}
-		c := layout.UnpackPeer(v)
-		e := r.peer(i)
-		switch c.State {
-		case layout.PeerClaiming, layout.PeerActive:
-			// A dead claimer may have been taking over an entry whose
-			// slots it had not finished recovering: treat both alike.
-			c.State = layout.PeerDead
-			if e.ctl.CompareAndSwap(v, c.Pack()) {
-				dead[i], anyDead = true, true
-				rep.DeadPeers = append(rep.DeadPeers, ps)
-			}
-		case layout.PeerDead:
-			dead[i], anyDead = true, true
-			rep.DeadPeers = append(rep.DeadPeers, ps)
-		}
-	}
+	dead, reports := r.markDead()
+	rep.DeadPeers = reports
+	anyDead := len(reports) > 0
 	// 2. Repair every slot a dead participant owns. A message that found
 	// no room may find it after others were re-published in place (each
 	// moves the tail on), so passes repeat while they make progress.
@@ -220,58 +200,13 @@ func (r *Ring) Repair() (RepairReport, error) {
 		r.deferred.Add(uint64(rep.Deferred))
 	}
 	// 3. Free the entries no slot refers to any more.
-	for i := uint64(0); i < r.lay.Participants; i++ {
-		if !dead[i] || keep[i] {
-			continue
-		}
-		e := r.peer(i)
-		v := e.ctl.Load()
-		if c := layout.UnpackPeer(v); c.State == layout.PeerDead {
-			e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack())
-		}
-	}
+	r.freeDead(dead, keep)
 	if rep.Changed() {
 		r.repairs.Add(1)
 		r.wakeConsumers()
 		r.wakeProducers()
 	}
 	return rep, nil
-}
-
-// lockValue is the repair lock word of a holder: its entry's stamp and the
-// entry's generation. The generation makes takeover exact: a lock naming
-// an entry that has since been freed and taken again is not that entry's
-// new owner's lock.
-func lockValue(stamp uint16, gen uint32) uint64 { return uint64(stamp) | uint64(gen&0xffffff)<<16 }
-
-// lockRepair takes the repairer role, replacing a holder proven dead (or
-// whose entry has since been reused, which happens only after its death).
-func (r *Ring) lockRepair() bool {
-	mine := lockValue(r.self, layout.UnpackPeer(r.selfCtl).Gen)
-	for {
-		v := r.repairLock.Load()
-		if v == 0 {
-			if r.repairLock.CompareAndSwap(0, mine) {
-				return true
-			}
-			continue
-		}
-		if v == mine {
-			return false // this handle is already repairing (re-entry)
-		}
-		stamp, gen := uint64(v&0xffff), uint32(v>>16)
-		if stamp != 0 && stamp <= r.lay.Participants && v>>40 == 0 {
-			ps, ctl := r.peerStatus(stamp - 1)
-			if layout.UnpackPeer(ctl).Gen == gen && !ps.Dead {
-				return false // a live repairer holds it
-			}
-		}
-		// Corrupt, dead, or an entry reused since: take over, but only
-		// from the exact word judged.
-		if r.repairLock.CompareAndSwap(v, mine) {
-			return true
-		}
-	}
 }
 
 type recovered int

@@ -200,11 +200,7 @@ func (r *Ring) tailSlot() (uint64, uint64) {
 // healSlot repairs the ring if the owner of the slot in the way is proven
 // dead. A live owner, however slow, is left alone.
 func (r *Ring) healSlot(idx, raw uint64) {
-	sw := layout.UnpackSlot(raw)
-	if sw.Owner == 0 || uint64(sw.Owner) > r.lay.Participants {
-		return
-	}
-	if ps, _ := r.peerStatus(uint64(sw.Owner - 1)); ps.Dead {
+	if r.stampDead(layout.UnpackSlot(raw).Owner) {
 		r.Repair()
 	}
 }
