@@ -117,7 +117,7 @@ func TestPushSeqAndLimits(t *testing.T) {
 	}
 	// Full: --timeout gives up with the count pushed.
 	r = run(t, "", "push", path, "--seq", "1:10", "--timeout", "50ms")
-	expectLine(t, r, 1, "ring full: still full after 50ms; 8 messages were pushed")
+	expectLine(t, r, 1, "full for 50ms; 8 messages were pushed")
 }
 
 func TestDrainLeaseExecFailureAndPoison(t *testing.T) {

@@ -146,7 +146,7 @@ func pushAll(ctx context.Context, r *transport.Ring, next source, timeout time.D
 		case ctx.Err() != nil:
 			return pushed, fmt.Errorf("interrupted while the ring was full; %s pushed", plural(pushed, "message was", "messages were"))
 		case errors.Is(err, context.DeadlineExceeded):
-			return pushed, fmt.Errorf("%w: still full after %s; %s pushed", transport.ErrFull, timeout, plural(pushed, "message was", "messages were"))
+			return pushed, fmt.Errorf("%w for %s; %s pushed", transport.ErrFull, timeout, plural(pushed, "message was", "messages were"))
 		default:
 			return pushed, err
 		}
