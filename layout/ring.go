@@ -77,6 +77,7 @@ type RingLayout struct {
 	DeliveryLimit uint32
 	SlotsOff      uint64
 	BodySize      uint64
+	Deque         bool // a deque's slots (the returned state is valid)
 }
 
 // PayloadMax is the largest message a slot holds.
@@ -179,9 +180,10 @@ const (
 	SlotReading  SlotState = 3 // a plain consumer (owner) is copying it out
 	SlotLeased   SlotState = 4 // claimed by owner until Ack; lap moves on as producers pass
 	SlotPoisoned SlotState = 5 // set aside after too many deliveries; lap moves on likewise
+	SlotReturned SlotState = 6 // deque only: a message handed back below the top, to be taken again
 )
 
-var slotStateNames = [...]string{"free", "writing", "ready", "reading", "leased", "poisoned"}
+var slotStateNames = [...]string{"free", "writing", "ready", "reading", "leased", "poisoned", "returned"}
 
 func (s SlotState) String() string {
 	if int(s) < len(slotStateNames) {
@@ -250,7 +252,7 @@ var ErrSlotCorrupt = errors.New("layout: corrupt slot word")
 // that exists, a length that fits the slot, an owner inside the participant
 // table exactly when the state has one.
 func (w SlotWord) Validate(l *RingLayout) error {
-	if !w.State.Valid() {
+	if !w.State.Valid() || (w.State == SlotReturned && !l.Deque) {
 		return fmt.Errorf("%w: state %d", ErrSlotCorrupt, w.State)
 	}
 	if uint64(w.Length) > l.PayloadMax() {

@@ -328,15 +328,23 @@ func TestSlotWordValidate(t *testing.T) {
 
 func TestSlotStateNames(t *testing.T) {
 	for s := SlotState(0); s < 8; s++ {
-		if s.Valid() != (s <= SlotPoisoned) {
+		if s.Valid() != (s <= SlotReturned) {
 			t.Errorf("%d.Valid() = %v", s, s.Valid())
 		}
 		if s.String() == "" {
 			t.Errorf("state %d has no name", s)
 		}
 	}
-	if SlotLeased.String() != "leased" || SlotState(6).String() != "state(6)" {
-		t.Errorf("names: %s %s", SlotLeased, SlotState(6))
+	if SlotLeased.String() != "leased" || SlotState(7).String() != "state(7)" {
+		t.Errorf("names: %s %s", SlotLeased, SlotState(7))
+	}
+	// Returned is a deque's state: a ring's slot in it is corrupt.
+	w := SlotWord{State: SlotReturned, Length: 3}
+	if err := w.Validate(&RingLayout{Participants: 1, SlotSize: 64}); !errors.Is(err, ErrSlotCorrupt) {
+		t.Errorf("ring accepted a returned slot: %v", err)
+	}
+	if err := w.Validate(&RingLayout{Participants: 1, SlotSize: 64, Deque: true}); err != nil {
+		t.Errorf("deque rejected a returned slot: %v", err)
 	}
 }
 

@@ -43,9 +43,10 @@ func (t *peerTable) entry(i uint64) peerEntry {
 }
 
 // reclaimFunc recovers, without a repair, whatever an earlier owner proven
-// dead left stamped with stamp. It returns false to hand the rest to a
-// Repair instead: the entry is then marked dead and the next one is tried.
-type reclaimFunc func(stamp uint16) bool
+// dead left stamped with stamp (roles it held carry lockValue(stamp,
+// prevGen)). It returns false to hand the rest to a Repair instead: the
+// entry is then marked dead and the next one is tried.
+type reclaimFunc func(stamp uint16, prevGen uint32) bool
 
 // attach takes a free entry. When none is free it takes over the entry of
 // a process proven dead, first letting reclaim recover what that process
@@ -100,7 +101,7 @@ func (t *peerTable) claimEntry(i, v uint64, gen uint32, reclaim reclaimFunc) boo
 	e.attached.Store(uint64(time.Now().UnixNano()))
 	shm.CrashPoint("peers.attach.after-claim-entry")
 	stamp := uint16(i + 1)
-	if !reclaim(stamp) {
+	if !reclaim(stamp, layout.UnpackPeer(v).Gen) {
 		e.ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerDead, Gen: gen, PID: uint32(self.PID)}.Pack())
 		return false
 	}

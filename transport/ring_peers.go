@@ -13,7 +13,7 @@ func (r *Ring) attach() error { return r.peerTable.attach(r.reclaimStamp) }
 // owner is proven dead, without a push (an entry being claimed has no stamp
 // to push with). If one cannot be (a lease, or a read that no producer
 // waits on), the entry is handed to Repair instead.
-func (r *Ring) reclaimStamp(stamp uint16) bool {
+func (r *Ring) reclaimStamp(stamp uint16, _ uint32) bool {
 	for s := uint64(0); s < r.lay.Capacity; s++ {
 		raw := r.slotWord(s).Load()
 		sw := layout.UnpackSlot(raw)

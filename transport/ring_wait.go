@@ -34,7 +34,7 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 		return r.tooLarge(len(msg))
 	}
 	var err error
-	if werr := r.block(ctx, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, func() bool {
+	if werr := block(ctx, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, r.healSlot, func() bool {
 		err = r.push(msg, 0)
 		return err != ErrFull
 	}); werr != nil {
@@ -50,7 +50,7 @@ func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if werr := r.block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, func() bool {
+	if werr := block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
 		n, err = r.pop(buf)
 		return err != ErrEmpty
 	}); werr != nil {
@@ -66,7 +66,7 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 	}
 	var l Lease
 	var err error
-	if werr := r.block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, func() bool {
+	if werr := block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
 		l, err = r.claim()
 		return err != ErrEmpty
 	}); werr != nil {
@@ -77,8 +77,10 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 
 // block runs try until it reports that it got through (a result or an
 // error other than full/empty): spinning first, then yielding, then
-// sleeping on seq. hits counts blocking calls that had to wait.
-func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, blocker func() (uint64, uint64), try func() bool) error {
+// sleeping on seq. hits counts blocking calls that had to wait. blocker
+// names the slot in the way and heal repairs the file if that slot's owner
+// is proven dead (see sleep). The ring and the deque share it.
+func block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, blocker func() (uint64, uint64), heal func(idx, raw uint64), try func() bool) error {
 	var stop func()
 	defer func() {
 		if stop != nil {
@@ -99,9 +101,9 @@ func (r *Ring) block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic
 			continue
 		}
 		if stop == nil {
-			stop = r.wakeOnDone(ctx, seq)
+			stop = wakeOnDone(ctx, seq)
 		}
-		if done, err := r.sleep(ctx, seq, flag, try, blocker, &st); done || err != nil {
+		if done, err := sleep(ctx, seq, flag, try, blocker, heal, &st); done || err != nil {
 			return err
 		}
 	}
@@ -139,7 +141,7 @@ type stuck struct {
 // same word the owner is judged, and the ring repaired on proof of death.
 // It returns ctx's error or a futex failure, and neither to make the
 // caller try again.
-func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64), st *stuck) (done bool, err error) {
+func sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64), heal func(idx, raw uint64), st *stuck) (done bool, err error) {
 	s := seq.Load()
 	flag.Store(1)
 	if retry() {
@@ -163,7 +165,7 @@ func (r *Ring) sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func()
 		left := stuckCheckInterval - now.Sub(st.since)
 		if left <= 0 {
 			st.since = now
-			r.healSlot(idx, raw)
+			heal(idx, raw)
 			return false, nil
 		}
 		if timeout < 0 || timeout > left {
@@ -212,7 +214,7 @@ func (r *Ring) healSlot(idx, raw uint64) {
 // The returned stop function must be called before the call returns: if the
 // wake-up is already running, stop waits for it, so it never touches a
 // mapping that Close has since unmapped.
-func (r *Ring) wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() {
+func wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() {
 	if ctx.Done() == nil {
 		return func() {}
 	}

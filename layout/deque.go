@@ -1,0 +1,119 @@
+package layout
+
+// Deque format (kind 3): a work-stealing deque. One owner pushes and pops
+// at the bottom; thieves steal from the top. Its area follows the common
+// header:
+//
+//	area offset
+//	   0 +--------------------------------------------------------------+
+//	     | bottom | pushed | full_hits | owner_popped  (owner's line)     |
+//	  64 | top | stolen | empty_hits                  (thieves' line)    |
+//	 128 | not_empty_seq | not_empty_waiters          (futex line)       |
+//	 192 | not_full_seq  | not_full_waiters           (futex line)       |
+//	 256 | correlation                                                  |
+//	 320 | claimed | acked | returned | poisoned | abandoned | repairs |
+//	     | adopted | rolled_back                                        |
+//	 384 | repair_lock | owner | pending                              |
+//	 448 +--------------------------------------------------------------+
+//	     | participant[0..P): ctl | start | boot | attached (32 B each) |
+//	     +--------------------------------------------------------------+ (64-aligned)
+//	     | slot[0..capacity): word (8 B) | payload (slot_size-8 B)      |
+//	     +--------------------------------------------------------------+
+//
+// Positions grow without bound: [top, bottom) holds the deque's messages,
+// position p lives in slot p mod capacity at lap p / capacity. Slot words,
+// the participant table and the geometry (Capacity, SlotSize, Param0 the
+// participant table's size, Param1 the delivery limit) are the ring's, so
+// the participant table and slots sit at the same offsets; the deque adds
+// the returned slot state. The owner word holds the owner's participant
+// index+1 (bits 0-15) and that entry's generation (16-39), 0 when the deque
+// has no owner; pending counts returned slots (a hint: it may be too high
+// after a crash, never too low after a repair). These constants are part
+// of the format.
+const (
+	DequeOffBottom      = 0
+	DequeOffPushed      = 8
+	DequeOffFullHits    = 16
+	DequeOffOwnerPopped = 24
+	DequeOffTop         = 64
+	DequeOffStolen      = 72
+	DequeOffEmptyHits   = 80
+	DequeOffNotEmptySeq = 128
+	DequeOffNotEmptyW   = 132
+	DequeOffNotFullSeq  = 192
+	DequeOffNotFullW    = 196
+	DequeOffCorrelation = 256
+	DequeOffClaimed     = 320
+	DequeOffAcked       = 328
+	DequeOffReturned    = 336
+	DequeOffPoisoned    = 344
+	DequeOffAbandoned   = 352
+	DequeOffRepairs     = 360
+	DequeOffAdopted     = 368
+	DequeOffRolledBack  = 376
+	DequeOffRepairLock  = 384
+	DequeOffOwner       = 392
+	DequeOffPending     = 400
+	DequeOffPeers       = RingOffParticipants
+)
+
+// NewDequeLayout validates a deque geometry (the ring's rules) and derives
+// its layout.
+func NewDequeLayout(g Geometry) (RingLayout, error) {
+	l, err := NewRingLayout(g)
+	l.Deque = true
+	return l, err
+}
+
+func init() {
+	register(&Spec{
+		Kind:         KindDeque,
+		ParamNames:   [3]string{"participants", "delivery_limit"},
+		UsesSlotSize: true,
+		Body: func(g Geometry) (uint64, Map, error) {
+			l, err := NewDequeLayout(g)
+			if err != nil {
+				return 0, Map{}, err
+			}
+			return l.BodySize, dequeFieldMap(&l), nil
+		},
+	})
+}
+
+func dequeFieldMap(l *RingLayout) Map {
+	u64 := func(name string, off uint64, meaning string) Field { return Field{name, off, 8, meaning} }
+	u32 := func(name string, off uint64, meaning string) Field { return Field{name, off, 4, meaning} }
+	m := Map{Fields: []Field{
+		u64("deque.bottom", DequeOffBottom, "next position the owner pushes (owner only)"),
+		u64("deque.pushed", DequeOffPushed, "messages the owner published"),
+		u64("deque.full_hits", DequeOffFullHits, "pushes that found the deque full"),
+		u64("deque.owner_popped", DequeOffOwnerPopped, "messages the owner popped at the bottom"),
+		u64("deque.top", DequeOffTop, "next position thieves steal"),
+		u64("deque.stolen", DequeOffStolen, "messages taken at the top by plain steals"),
+		u64("deque.empty_hits", DequeOffEmptyHits, "pops, steals and claims that found the deque empty"),
+		u32("deque.not_empty_seq", DequeOffNotEmptySeq, "futex word thieves sleep on"),
+		u32("deque.not_empty_waiters", DequeOffNotEmptyW, "non-zero while a thief may sleep"),
+		u32("deque.not_full_seq", DequeOffNotFullSeq, "futex word the owner sleeps on"),
+		u32("deque.not_full_waiters", DequeOffNotFullW, "non-zero while the owner may sleep"),
+		u64("deque.correlation", DequeOffCorrelation, "deque-wide id counter (fetch-add)"),
+		u64("deque.claimed", DequeOffClaimed, "messages leased by Claim"),
+		u64("deque.acked", DequeOffAcked, "leases released by Ack"),
+		u64("deque.returned", DequeOffReturned, "messages handed back (Release, dead consumers) to be taken again"),
+		u64("deque.poisoned", DequeOffPoisoned, "messages set aside after too many deliveries"),
+		u64("deque.abandoned", DequeOffAbandoned, "half-written slots of a dead owner released"),
+		u64("deque.repairs", DequeOffRepairs, "repair passes that changed something"),
+		u64("deque.adopted", DequeOffAdopted, "times a new owner took the deque over"),
+		u64("deque.rolled_back", DequeOffRolledBack, "pops of a dead owner rolled back in place"),
+		u64("deque.repair_lock", DequeOffRepairLock, "repairer: participant index+1 (0-15), generation (16-39); 0 when free"),
+		u64("deque.owner", DequeOffOwner, "owner: participant index+1 (0-15), generation (16-39); 0 when none"),
+		u64("deque.pending", DequeOffPending, "returned slots waiting to be taken (hint)"),
+	}}
+	m.Areas = []Area{
+		PeerArea(DequeOffPeers, l.Participants),
+		{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
+			{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
+			{"payload", 8, l.SlotSize - 8, "message bytes"},
+		}},
+	}
+	return m
+}
