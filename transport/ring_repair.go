@@ -59,7 +59,7 @@ func (r *Ring) Scan() ScanReport {
 	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers(), States: map[layout.SlotState]int{}}
 	for i := uint64(0); i < r.lay.Capacity; i++ {
 		raw := r.slotWord(i).Load()
-		sr := r.classify(i, raw, rep.Peers)
+		sr := classifySlot(&r.lay, i, raw, rep.Peers)
 		if sr.Problem == SlotCorrupt {
 			rep.Corrupt++
 		} else {
@@ -75,10 +75,12 @@ func (r *Ring) Scan() ScanReport {
 	return rep
 }
 
-func (r *Ring) classify(i, raw uint64, peers []PeerStatus) SlotReport {
+// classifySlot judges slot i of a ring or deque by its word and the
+// participant table's verdicts.
+func classifySlot(lay *layout.RingLayout, i, raw uint64, peers []PeerStatus) SlotReport {
 	sw := layout.UnpackSlot(raw)
 	sr := SlotReport{Index: i, Raw: raw, Word: sw, Owner: int(sw.Owner) - 1, Alive: true}
-	if err := sw.Validate(&r.lay); err != nil {
+	if err := sw.Validate(lay); err != nil {
 		sr.Problem, sr.Err = SlotCorrupt, err.Error()
 		return sr
 	}
@@ -109,19 +111,21 @@ func (r *Ring) classify(i, raw uint64, peers []PeerStatus) SlotReport {
 	return sr
 }
 
-// RepairReport says what Repair did.
+// RepairReport says what a ring's or deque's Repair did.
 type RepairReport struct {
 	DeadPeers       []PeerStatus // participants proven dead and reclaimed
 	Abandoned       int          // half-written slots released (their push never returned)
-	Requeued        int          // messages of dead consumers pushed again at the tail
-	RequeuedInPlace int          // ... re-published in their own slot (ring was full)
-	Deferred        int          // messages left for a later repair: no room to requeue yet
+	Requeued        int          // ring: messages of dead consumers pushed again at the tail; deque: handed back (returned) to be taken again
+	RequeuedInPlace int          // ring: re-published in their own slot (ring was full); deque: a dead owner's pop rolled back at the bottom
+	Deferred        int          // ring: messages left for a later repair, no room to requeue yet
+	Published       int          // deque: a dead owner's written message counted in (bottom moved past it)
+	OwnerDied       bool         // deque: the owner was proven dead and the role freed for Adopt
 	Corrupt         int          // corrupt slots left alone
 }
 
 // Changed reports whether the repair changed anything.
 func (rr RepairReport) Changed() bool {
-	return len(rr.DeadPeers)+rr.Abandoned+rr.Requeued+rr.RequeuedInPlace > 0
+	return len(rr.DeadPeers)+rr.Abandoned+rr.Requeued+rr.RequeuedInPlace+rr.Published > 0 || rr.OwnerDied
 }
 
 // Repair recovers what dead participants left behind: half-written slots

@@ -1,0 +1,334 @@
+package transport
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// DequeConfig is the geometry of a new deque; it follows the ring's rules.
+type DequeConfig = RingConfig
+
+// Deque is a work-stealing deque of fixed-size slots in a mapped file: one
+// owner process pushes and pops at the bottom (newest first), any number of
+// thieves, in any processes, steal from the top (oldest first). It is the
+// transport for one producer feeding many consumers: the producer keeps
+// its freshest work and idle consumers take the oldest.
+//
+// Like the ring it is crash-safe: every slot an operation takes is stamped
+// with the participant taking it, so what a dead process leaves behind is
+// found and recovered on proof of death (Scan, Repair). A dead thief's
+// message is handed back (returned) and taken again; a dead owner's
+// half-done push or pop is rolled back, and its messages stay in the file
+// for a new owner (Adopt) or for thieves.
+//
+// A Deque value is one participant. The owner role belongs to one handle:
+// the creator, or whoever adopts a deque whose owner closed it or is proven
+// dead. Owner operations from several goroutines of that handle are
+// serialized by a mutex; steals are lock-free. What is not a deque: a
+// multi-producer queue (use the Ring) or a map (HashMap).
+//
+// All methods are safe for concurrent use, except Close, which must come
+// after every other call on the value has returned.
+type Deque struct {
+	reg  *shm.Region
+	lay  layout.RingLayout
+	area shm.Words
+	mask uint64
+
+	bottom, pushed, fullHits, ownerPopped  *atomic.Uint64
+	top, stolen, emptyHits                 *atomic.Uint64
+	correlation, claimed, acked, returned  *atomic.Uint64
+	poisoned, abandoned, repairs, adopted  *atomic.Uint64
+	rolledBack, ownerWord, pending         *atomic.Uint64
+	notEmptySeq, notEmptyW                 *atomic.Uint32
+	notFullSeq, notFullW                   *atomic.Uint32
+	peerTable                              // participants, the repair lock, and our entry (self)
+	id                                     uint64
+	ownerMu                                sync.Mutex // serializes this handle's owner operations
+	owner                                  atomic.Bool
+}
+
+// CreateDeque creates a deque file at path (a bare name lives in /dev/shm).
+// The returned Deque is attached and is the deque's owner.
+func CreateDeque(path string, cfg DequeConfig, opts ...shm.Option) (*Deque, error) {
+	g, err := cfg.validGeometry(path)
+	if err != nil {
+		return nil, err
+	}
+	return shm.CreateAs(path, shm.Spec{Kind: layout.KindDeque, Geometry: g}, func(reg *shm.Region) (*Deque, error) {
+		d, err := attachDeque(reg)
+		if err != nil {
+			return nil, err
+		}
+		if !d.takeRole(d.ownerWord) {
+			d.Close()
+			return nil, fmt.Errorf("%w: %s: a new deque already has an owner", ErrCorrupt, reg.Path())
+		}
+		d.owner.Store(true)
+		return d, nil
+	}, opts...)
+}
+
+// OpenDeque opens an existing deque and attaches to it as a thief (call
+// Adopt to become its owner). With shm.ReadOnly() it maps the deque without
+// attaching, as OpenDequeReadOnly does.
+func OpenDeque(path string, opts ...shm.Option) (*Deque, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindDeque}, func(reg *shm.Region) (*Deque, error) {
+		if reg.ReadOnly() {
+			return viewDeque(reg)
+		}
+		return attachDeque(reg)
+	}, opts...)
+}
+
+// OpenOrCreateDeque opens the deque at path, creating it with cfg if it does
+// not exist. The creator is the owner; a process that opened it is a thief
+// until it calls Adopt.
+func OpenOrCreateDeque(path string, cfg DequeConfig, opts ...shm.Option) (*Deque, bool, error) {
+	g, err := cfg.validGeometry(path)
+	if err != nil {
+		return nil, false, err
+	}
+	d, created, err := shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindDeque, Geometry: g}, attachDeque, opts...)
+	if err != nil || !created {
+		return d, created, err
+	}
+	if !d.takeRole(d.ownerWord) {
+		d.Close()
+		return nil, false, fmt.Errorf("%w: %s: a new deque already has an owner", ErrCorrupt, path)
+	}
+	d.owner.Store(true)
+	return d, true, nil
+}
+
+// OpenDequeReadOnly maps a deque read-only without attaching: for
+// inspectors, which may Scan and read counters.
+func OpenDequeReadOnly(path string, opts ...shm.Option) (*Deque, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindDeque}, viewDeque, append(opts, shm.ReadOnly())...)
+}
+
+func viewDeque(reg *shm.Region) (*Deque, error) {
+	h := reg.Header()
+	lay, err := layout.NewDequeLayout(h.Geometry)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
+	}
+	d := &Deque{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	if uint64(len(d.area)) != lay.BodySize {
+		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(d.area), lay.BodySize)
+	}
+	if uintptr(unsafe.Pointer(&d.area[0]))%layout.CacheLine != 0 {
+		return nil, fmt.Errorf("%w: %s: deque area not cache-line aligned", ErrCorrupt, reg.Path())
+	}
+	u64, u32 := d.area.U64, d.area.U32
+	d.bottom, d.pushed, d.fullHits, d.ownerPopped = u64(layout.DequeOffBottom), u64(layout.DequeOffPushed), u64(layout.DequeOffFullHits), u64(layout.DequeOffOwnerPopped)
+	d.top, d.stolen, d.emptyHits = u64(layout.DequeOffTop), u64(layout.DequeOffStolen), u64(layout.DequeOffEmptyHits)
+	d.correlation, d.claimed, d.acked, d.returned = u64(layout.DequeOffCorrelation), u64(layout.DequeOffClaimed), u64(layout.DequeOffAcked), u64(layout.DequeOffReturned)
+	d.poisoned, d.abandoned, d.repairs, d.adopted = u64(layout.DequeOffPoisoned), u64(layout.DequeOffAbandoned), u64(layout.DequeOffRepairs), u64(layout.DequeOffAdopted)
+	d.rolledBack, d.ownerWord, d.pending = u64(layout.DequeOffRolledBack), u64(layout.DequeOffOwner), u64(layout.DequeOffPending)
+	d.notEmptySeq, d.notEmptyW = u32(layout.DequeOffNotEmptySeq), u32(layout.DequeOffNotEmptyW)
+	d.notFullSeq, d.notFullW = u32(layout.DequeOffNotFullSeq), u32(layout.DequeOffNotFullW)
+	d.peerTable = newPeerTable(d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock), reg.Path())
+	d.id, _ = layout.FileID(reg.Bytes())
+	return d, nil
+}
+
+func attachDeque(reg *shm.Region) (*Deque, error) {
+	d, err := viewDeque(reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.peerTable.attach(d.reclaimStamp); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ID identifies the deque file (layout.FileID).
+func (d *Deque) ID() uint64 { return d.id }
+
+// Path returns the deque file's path.
+func (d *Deque) Path() string { return d.reg.Path() }
+
+// Capacity returns the number of slots.
+func (d *Deque) Capacity() uint64 { return d.lay.Capacity }
+
+// SlotSize returns the bytes per slot.
+func (d *Deque) SlotSize() uint32 { return uint32(d.lay.SlotSize) }
+
+// MaxPayload returns the largest message the deque carries.
+func (d *Deque) MaxPayload() int { return int(d.lay.PayloadMax()) }
+
+// DeliveryLimit returns how many deliveries a message gets before it is
+// set aside as poison.
+func (d *Deque) DeliveryLimit() int { return int(d.lay.DeliveryLimit) }
+
+// Header returns the file's decoded common header.
+func (d *Deque) Header() layout.Header { return d.reg.Header() }
+
+// Participant returns this handle's participant index, or -1.
+func (d *Deque) Participant() int { return int(d.self) - 1 }
+
+// IsOwner reports whether this handle holds the owner role.
+func (d *Deque) IsOwner() bool { return d.owner.Load() }
+
+// NextID returns a deque-wide unique 64-bit id (fetch-add on a counter in
+// the file). The first id is 1.
+func (d *Deque) NextID() uint64 { return d.correlation.Add(1) }
+
+// Len returns how many messages lie between top and bottom (a snapshot;
+// returned and poisoned messages are not counted).
+func (d *Deque) Len() int {
+	t := d.top.Load()
+	b := d.bottom.Load()
+	if b <= t || b-t > d.lay.Capacity {
+		return 0
+	}
+	return int(b - t)
+}
+
+// Sync flushes the deque to its file; see shm.Region.Sync.
+func (d *Deque) Sync() error { return d.reg.Sync() }
+
+// Peers reports every participant entry.
+func (d *Deque) Peers() []PeerStatus { return d.all() }
+
+// DequeCounters are the deque's statistics, read without stopping anyone.
+type DequeCounters struct {
+	Top, Bottom                 uint64
+	Pushed, OwnerPopped, Stolen uint64
+	FullHits, EmptyHits         uint64
+	Claimed, Acked, Returned    uint64
+	Poisoned, Abandoned         uint64
+	Repairs, Adopted            uint64
+	RolledBack, Pending         uint64
+	Correlation                 uint64
+	Owner                       int // participant index of the owner, -1 for none
+}
+
+// Counters reads the deque's counters.
+func (d *Deque) Counters() DequeCounters {
+	c := DequeCounters{
+		Top: d.top.Load(), Bottom: d.bottom.Load(),
+		Pushed: d.pushed.Load(), OwnerPopped: d.ownerPopped.Load(), Stolen: d.stolen.Load(),
+		FullHits: d.fullHits.Load(), EmptyHits: d.emptyHits.Load(),
+		Claimed: d.claimed.Load(), Acked: d.acked.Load(), Returned: d.returned.Load(),
+		Poisoned: d.poisoned.Load(), Abandoned: d.abandoned.Load(),
+		Repairs: d.repairs.Load(), Adopted: d.adopted.Load(),
+		RolledBack: d.rolledBack.Load(), Pending: d.pending.Load(),
+		Correlation: d.correlation.Load(), Owner: -1,
+	}
+	if s := d.ownerStamp(); s != 0 {
+		c.Owner = int(s) - 1
+	}
+	return c
+}
+
+// ownerStamp is the owner's participant stamp, 0 when there is none (or the
+// word is corrupt).
+func (d *Deque) ownerStamp() uint16 {
+	v := d.ownerWord.Load()
+	s := v & 0xffff
+	if v>>40 != 0 || s > d.lay.Participants {
+		return 0
+	}
+	return uint16(s)
+}
+
+// Close gives up the owner role (messages stay in the file for the next
+// owner or for thieves), hands this participant's leases back, detaches
+// and unmaps the file.
+func (d *Deque) Close() error {
+	if d.self != 0 {
+		d.detach()
+	}
+	return d.reg.Close()
+}
+
+// detach returns our leases (they are taken again by others), drops the
+// owner role and frees our entry. Nothing else can be stamped with us:
+// Close comes after every other call.
+func (d *Deque) detach() {
+	for i := uint64(0); i < d.lay.Capacity; i++ {
+		raw := d.slotWord(i).Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.Owner == d.self && sw.Validate(&d.lay) == nil && sw.State == layout.SlotLeased {
+			d.giveBack(i, raw, sw)
+		}
+	}
+	if d.owner.Load() {
+		d.ownerWord.CompareAndSwap(d.myLock(), 0)
+		d.owner.Store(false)
+	}
+	d.release(false)
+}
+
+// reclaimStamp runs when attach takes over the entry of a process proven
+// dead: its leases and steals are handed back. Its owner-side work (a
+// push or pop at the bottom) needs the repair lock and is left to Repair.
+func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
+	ownerSide := d.ownerWord.Load() == lockValue(stamp, prevGen)
+	for i := uint64(0); i < d.lay.Capacity; i++ {
+		raw := d.slotWord(i).Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.Owner != stamp || sw.Validate(&d.lay) != nil {
+			continue
+		}
+		if sw.State == layout.SlotWriting || (ownerSide && sw.State == layout.SlotReading) {
+			return false
+		}
+		d.giveBack(i, raw, sw)
+	}
+	if ownerSide {
+		// The dead owner left nothing half done: the deque has no owner.
+		d.ownerWord.CompareAndSwap(lockValue(stamp, prevGen), 0)
+	}
+	return true
+}
+
+func (d *Deque) slotWord(pos uint64) *atomic.Uint64 {
+	return d.area.U64(d.lay.SlotOff(pos & d.mask))
+}
+
+func (d *Deque) payload(pos uint64, n uint32) []byte {
+	off := d.lay.SlotOff(pos&d.mask) + layout.RingSlotWordSize
+	return d.area[off : off+uint64(n)]
+}
+
+func (d *Deque) corrupt(pos, raw uint64, err error) error {
+	return fmt.Errorf("%w: %s: slot %d word %#x: %v", ErrCorrupt, d.Path(), pos&d.mask, raw, err)
+}
+
+func (d *Deque) tooLarge(n int) error {
+	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, d.Path(), n, d.lay.PayloadMax())
+}
+
+func (d *Deque) wakeThieves() {
+	if d.notEmptyW.Swap(0) != 0 {
+		d.notEmptySeq.Add(1)
+		shm.FutexWake(d.notEmptySeq, -1)
+	}
+}
+
+func (d *Deque) wakeOwner() {
+	if d.notFullW.Swap(0) != 0 {
+		d.notFullSeq.Add(1)
+		shm.FutexWake(d.notFullSeq, -1)
+	}
+}
+
+func (d *Deque) wakeIfWaiting() {
+	if d.notEmptyW.Load() != 0 {
+		d.wakeThieves()
+	}
+	if d.notFullW.Load() != 0 {
+		d.wakeOwner()
+	}
+}
+
+var _ Queue = (*Deque)(nil)

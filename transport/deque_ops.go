@@ -1,0 +1,511 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// The deque's state machine (docs/design.md, "The deque"):
+//
+//   - Only the owner moves bottom. It publishes a message (slot READY at the
+//     position's lap) before it moves bottom past it, and it announces a
+//     pop (bottom := p) before it takes slot p.
+//   - Every message is taken by a CAS on its slot word, which stamps the
+//     taker: that CAS, not top or bottom, decides between the owner's pop
+//     and a thief's steal of the last message.
+//   - top moves only past positions a thief (or the owner's top-side take)
+//     has consumed; whoever sees one helps top on. The owner's own pops are
+//     stamped READING with the owner's entry and never leased, so a thief
+//     can tell them apart and never moves top past a position the owner
+//     may push again.
+//   - A message handed back (Release, a dead consumer) is RETURNED in its
+//     own slot below top; consumers take returned messages first, and the
+//     owner re-publishes one in place when its push reaches that slot.
+
+// maxStaleRetries bounds how often a steal re-reads top, bottom and the
+// slot when they disagree only because the owner is mid-operation.
+const maxStaleRetries = 1 << 10
+
+// TryPush publishes msg at the bottom, or returns ErrFull. Only the owner
+// may push (ErrNotOwner otherwise). A message larger than MaxPayload is
+// refused with ErrTooLarge.
+func (d *Deque) TryPush(msg []byte) error {
+	if err := d.ownerCheck(len(msg)); err != nil {
+		return err
+	}
+	d.ownerMu.Lock()
+	err := d.pushBottom(msg)
+	d.ownerMu.Unlock()
+	if err == ErrFull {
+		d.fullHits.Add(1)
+	}
+	return err
+}
+
+func (d *Deque) ownerCheck(n int) error {
+	if d.self == 0 {
+		return ErrNotAttached
+	}
+	if !d.owner.Load() {
+		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
+	}
+	if uint64(n) > d.lay.PayloadMax() {
+		return d.tooLarge(n)
+	}
+	return nil
+}
+
+// pushBottom runs under ownerMu.
+func (d *Deque) pushBottom(msg []byte) error {
+	for {
+		b := d.bottom.Load()
+		t := d.top.Load()
+		if b-t >= d.lay.Capacity && b >= t {
+			return ErrFull
+		}
+		if b < t {
+			// Only a dead owner's interrupted pop leaves bottom below
+			// top, and adoption repairs that first.
+			return fmt.Errorf("%w: %s: bottom %d below top %d", ErrCorrupt, d.Path(), b, t)
+		}
+		lap := d.lay.LapOf(b)
+		w := d.slotWord(b)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		switch diff := layout.LapDiff(sw.Lap, lap); {
+		case diff == 0 && raw == (layout.SlotWord{Lap: lap}).Pack():
+			mine := layout.SlotWord{State: layout.SlotWriting, Owner: d.self, Lap: lap}.Pack()
+			if !w.CompareAndSwap(raw, mine) {
+				continue // a repair moved it; look again
+			}
+			shm.CrashPoint("deque.push.after-claim")
+			copy(d.payload(b, uint32(len(msg))), msg)
+			// Release: the payload is visible before the READY word, and
+			// the READY word before bottom moves past it.
+			w.Store(layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: lap}.Pack())
+			shm.CrashPoint("deque.push.after-write")
+			d.bottom.Store(b + 1)
+			shm.CrashPoint("deque.push.after-publish")
+			d.pushed.Add(1)
+			if d.notEmptyW.Load() != 0 {
+				d.wakeThieves()
+			}
+			return nil
+
+		case diff == -1 && sw.State == layout.SlotReturned:
+			// A message handed back in this slot one lap ago: publish it
+			// again here, as the newest, and push ours after it.
+			if err := sw.Validate(&d.lay); err != nil {
+				return d.corrupt(b, raw, err)
+			}
+			again := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: lap}
+			if w.CompareAndSwap(raw, again.Pack()) {
+				shm.CrashPoint("deque.push.after-republish")
+				d.bottom.Store(b + 1)
+				d.pending.Add(math.MaxUint64) // one fewer returned slot
+			}
+
+		case diff == -1 && (sw.State == layout.SlotReading || sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
+			// A consumer still holds the message that was here a lap ago
+			// (or it is poison): the owner cannot pass it (see
+			// docs/design.md: a held lease stalls the owner's pushes
+			// when they come round to its slot).
+			return ErrFull
+
+		default:
+			return d.corrupt(b, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, b, lap))
+		}
+	}
+}
+
+// TryPop takes a message: the owner pops the newest at the bottom, a thief
+// steals the oldest at the top. It copies the message into buf and
+// returns its length, or ErrEmpty. As with the ring, a popped message is
+// the caller's once TryPop returns (use Claim for at-least-once).
+func (d *Deque) TryPop(buf []byte) (int, error) {
+	n, err := d.pop(buf)
+	if err == ErrEmpty {
+		d.emptyHits.Add(1)
+	}
+	return n, err
+}
+
+func (d *Deque) pop(buf []byte) (int, error) {
+	if d.self == 0 {
+		return 0, ErrNotAttached
+	}
+	if d.owner.Load() {
+		d.ownerMu.Lock()
+		n, err := d.popBottom(buf)
+		d.ownerMu.Unlock()
+		if err != errTakeFromTop {
+			return n, err
+		}
+		// The newest message has been delivered too often: take from
+		// the top, where steals set poison aside, until it is reached.
+		l, err := d.steal(layout.SlotLeased, len(buf))
+		if err != nil {
+			return 0, err
+		}
+		n = copy(buf, l.data)
+		d.free(l.slot, l.lap)
+		return n, nil
+	}
+	l, err := d.steal(layout.SlotReading, len(buf))
+	if err != nil {
+		return 0, err
+	}
+	n := copy(buf, l.data)
+	shm.CrashPoint("deque.steal.after-copy")
+	d.free(l.slot, l.lap)
+	d.stolen.Add(1)
+	return n, nil
+}
+
+// errTakeFromTop tells pop that the bottom message must not be popped there.
+var errTakeFromTop = fmt.Errorf("transport: take from the top")
+
+// popBottom runs under ownerMu.
+func (d *Deque) popBottom(buf []byte) (int, error) {
+	for {
+		b := d.bottom.Load()
+		t := d.top.Load()
+		if b <= t {
+			if d.pending.Load() != 0 {
+				return d.popReturned(buf)
+			}
+			return 0, ErrEmpty
+		}
+		p := b - 1
+		lap := d.lay.LapOf(p)
+		// Announce the pop before taking the slot: a thief that has not
+		// yet taken p sees bottom <= p and stops.
+		d.bottom.Store(p)
+		shm.CrashPoint("deque.pop.after-announce")
+		w := d.slotWord(p)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		diff := layout.LapDiff(sw.Lap, lap)
+		switch {
+		case diff == 0 && sw.State == layout.SlotReady:
+			if err := sw.Validate(&d.lay); err != nil {
+				d.bottom.Store(b)
+				return 0, d.corrupt(p, raw, err)
+			}
+			if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
+				d.bottom.Store(b)
+				return 0, errTakeFromTop
+			}
+			if int(sw.Length) > len(buf) {
+				d.bottom.Store(b)
+				return 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
+			}
+			taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: lap}
+			if !w.CompareAndSwap(raw, taken.Pack()) {
+				d.bottom.Store(b) // look again: a thief may have won it
+				continue
+			}
+			shm.CrashPoint("deque.pop.after-take")
+			n := copy(buf, d.payload(p, sw.Length))
+			shm.CrashPoint("deque.pop.after-copy")
+			// Position p is free for the owner's next push.
+			w.Store(layout.SlotWord{Lap: lap}.Pack())
+			d.ownerPopped.Add(1)
+			return n, nil
+
+		case d.consumedAtTop(sw, diff):
+			// A thief took the last message (it took p at the top, so
+			// everything below p is gone too). Put bottom back.
+			d.bottom.Store(b)
+			if d.pending.Load() != 0 {
+				return d.popReturned(buf)
+			}
+			return 0, ErrEmpty
+
+		default:
+			d.bottom.Store(b)
+			return 0, d.corrupt(p, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, p, lap))
+		}
+	}
+}
+
+// popReturned takes a returned message for the owner's pop: leased (never
+// READING, which marks the owner's bottom pops) and freed at once.
+func (d *Deque) popReturned(buf []byte) (int, error) {
+	l, err := d.takeReturned(layout.SlotLeased, len(buf))
+	if err != nil {
+		return 0, err
+	}
+	n := copy(buf, l.data)
+	d.free(l.slot, l.lap)
+	return n, nil
+}
+
+// consumedAtTop reports whether a slot word seen at position p (diff is its
+// lap minus p's) says p was consumed from the top: taken by a thief or the
+// owner's lease, set aside, handed back, or already freed a lap on.
+func (d *Deque) consumedAtTop(sw layout.SlotWord, diff int32) bool {
+	if diff == 1 {
+		return sw.State == layout.SlotFree || sw.State == layout.SlotWriting || sw.State == layout.SlotReady
+	}
+	if diff != 0 {
+		return false
+	}
+	switch sw.State {
+	case layout.SlotLeased, layout.SlotPoisoned, layout.SlotReturned:
+		return true
+	case layout.SlotReading:
+		return sw.Owner != d.ownerStamp()
+	}
+	return false
+}
+
+// steal takes the message at the top into state (reading or leased),
+// stamped with this participant, and advances top. Returned messages are
+// taken first; messages delivered DeliveryLimit times become poison.
+func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
+	if d.pending.Load() != 0 {
+		if l, err := d.takeReturned(state, room); err != ErrEmpty {
+			return l, err
+		}
+	}
+	stale := 0
+	for {
+		t := d.top.Load()
+		b := d.bottom.Load()
+		if t >= b {
+			return Lease{}, ErrEmpty
+		}
+		if b-t > d.lay.Capacity {
+			return Lease{}, fmt.Errorf("%w: %s: top %d and bottom %d are more than a deque apart", ErrCorrupt, d.Path(), t, b)
+		}
+		lap := d.lay.LapOf(t)
+		w := d.slotWord(t)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		diff := layout.LapDiff(sw.Lap, lap)
+		switch {
+		case diff == 0 && sw.State == layout.SlotReady:
+			if err := sw.Validate(&d.lay); err != nil {
+				return Lease{}, d.corrupt(t, raw, err)
+			}
+			if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
+				d.poison(t, raw, sw)
+				continue
+			}
+			if int(sw.Length) > room {
+				return Lease{}, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, room)
+			}
+			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: lap}
+			if !w.CompareAndSwap(raw, taken.Pack()) {
+				continue
+			}
+			shm.CrashPoint("deque.steal.after-take")
+			d.top.CompareAndSwap(t, t+1)
+			shm.CrashPoint("deque.steal.after-advance")
+			return Lease{slot: t & d.mask, lap: lap, data: d.payload(t, sw.Length), Deliveries: int(taken.Deliveries)}, nil
+
+		case d.consumedAtTop(sw, diff):
+			d.top.CompareAndSwap(t, t+1) // help top past a consumed position
+
+		case diff == 0 && (sw.State == layout.SlotFree || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):
+			// The owner is popping t back (or has, and is pushing
+			// again): bottom has moved or is about to. Look again; if
+			// nothing moves, report empty rather than guess.
+			if stale++; stale > maxStaleRetries {
+				return Lease{}, ErrEmpty
+			}
+			spinPause()
+
+		default:
+			if d.top.Load() == t {
+				return Lease{}, d.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from top %d (lap %d)", sw.State, sw.Lap, t, lap))
+			}
+		}
+	}
+}
+
+// poison sets a message that has had DeliveryLimit deliveries aside in
+// its slot (reported by Scan, taken by TakePoisoned) and moves top on.
+func (d *Deque) poison(t, raw uint64, sw layout.SlotWord) {
+	p := sw
+	p.State, p.Owner = layout.SlotPoisoned, 0
+	if d.slotWord(t).CompareAndSwap(raw, p.Pack()) {
+		d.poisoned.Add(1)
+		d.top.CompareAndSwap(t, t+1)
+	}
+}
+
+// takeReturned takes a returned message, if there is one.
+func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
+	n := d.pending.Load()
+	for i := uint64(0); i < d.lay.Capacity; i++ {
+		w := d.slotWord(i)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.State != layout.SlotReturned {
+			continue
+		}
+		if err := sw.Validate(&d.lay); err != nil {
+			return Lease{}, d.corrupt(i, raw, err)
+		}
+		if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
+			p := sw
+			p.State = layout.SlotPoisoned
+			if w.CompareAndSwap(raw, p.Pack()) {
+				d.poisoned.Add(1)
+				d.pending.Add(math.MaxUint64)
+			}
+			continue
+		}
+		if int(sw.Length) > room {
+			return Lease{}, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, room)
+		}
+		taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: sw.Lap}
+		if !w.CompareAndSwap(raw, taken.Pack()) {
+			continue
+		}
+		d.pending.Add(math.MaxUint64)
+		return Lease{slot: i, lap: sw.Lap, data: d.payload(i, sw.Length), Deliveries: int(taken.Deliveries)}, nil
+	}
+	// None found: the hint was stale (a crash between a take and its
+	// decrement). Clear it unless a return happened meanwhile.
+	d.pending.CompareAndSwap(n, 0)
+	return Lease{}, ErrEmpty
+}
+
+// free releases a consumed slot for the owner's push one lap on.
+func (d *Deque) free(slot uint64, lap uint32) {
+	d.slotWord(slot).Store(layout.SlotWord{Lap: (lap + 1) & layout.SlotLapMask}.Pack())
+	if d.notFullW.Load() != 0 {
+		d.wakeOwner()
+	}
+}
+
+// TryClaim leases the oldest message (from the top, whoever calls it), or
+// returns ErrEmpty. See Ring.TryClaim.
+func (d *Deque) TryClaim() (Lease, error) {
+	if d.self == 0 {
+		return Lease{}, ErrNotAttached
+	}
+	l, err := d.steal(layout.SlotLeased, math.MaxInt)
+	switch err {
+	case nil:
+		d.claimed.Add(1)
+	case ErrEmpty:
+		d.emptyHits.Add(1)
+	}
+	return l, err
+}
+
+// Ack releases a lease: the message is done with and its slot is free.
+func (d *Deque) Ack(l Lease) error {
+	raw, sw, err := d.heldLease(l)
+	if err != nil {
+		return err
+	}
+	shm.CrashPoint("deque.ack.before-free")
+	if !d.slotWord(l.slot).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, d.Path(), l.slot)
+	}
+	d.acked.Add(1)
+	if d.notFullW.Load() != 0 {
+		d.wakeOwner()
+	}
+	return nil
+}
+
+// Release hands a lease back without processing it: the message is
+// returned and taken again before newer ones (its delivery count is kept,
+// so a message that keeps being released ends up as poison).
+func (d *Deque) Release(l Lease) error {
+	raw, sw, err := d.heldLease(l)
+	if err != nil {
+		return err
+	}
+	if !d.giveBack(l.slot, raw, sw) {
+		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, d.Path(), l.slot)
+	}
+	return nil
+}
+
+func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
+	if d.self == 0 {
+		return 0, layout.SlotWord{}, ErrNotAttached
+	}
+	if l.data == nil || l.slot >= d.lay.Capacity {
+		return 0, layout.SlotWord{}, fmt.Errorf("%w: %s: not a lease from Claim", ErrLeaseLost, d.Path())
+	}
+	raw := d.slotWord(l.slot).Load()
+	sw := layout.UnpackSlot(raw)
+	if sw.State != layout.SlotLeased || sw.Owner != d.self || sw.Lap != l.lap {
+		return 0, sw, fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, d.Path(), l.slot, sw.State, int(sw.Owner)-1)
+	}
+	if err := sw.Validate(&d.lay); err != nil {
+		return 0, sw, d.corrupt(l.slot, raw, err)
+	}
+	return raw, sw, nil
+}
+
+// giveBack turns a taken slot (reading or leased, top side) into a
+// returned one: the next consumer takes it again.
+func (d *Deque) giveBack(i, raw uint64, sw layout.SlotWord) bool {
+	back := layout.SlotWord{State: layout.SlotReturned, Deliveries: sw.Deliveries, Length: sw.Length, Lap: sw.Lap}
+	if !d.slotWord(i).CompareAndSwap(raw, back.Pack()) {
+		return false
+	}
+	shm.CrashPoint("deque.return.after-mark")
+	d.pending.Add(1)
+	d.returned.Add(1)
+	if d.notEmptyW.Load() != 0 {
+		d.wakeThieves()
+	}
+	return true
+}
+
+// TakePoisoned copies one poisoned message into buf, frees its slot and
+// returns its length and delivery count, or ErrEmpty if there is none.
+func (d *Deque) TakePoisoned(buf []byte) (n, deliveries int, err error) {
+	if d.self == 0 {
+		return 0, 0, ErrNotAttached
+	}
+	for i := uint64(0); i < d.lay.Capacity; i++ {
+		w := d.slotWord(i)
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.State != layout.SlotPoisoned {
+			continue
+		}
+		if err := sw.Validate(&d.lay); err != nil {
+			return 0, 0, d.corrupt(i, raw, err)
+		}
+		if int(sw.Length) > len(buf) {
+			return 0, 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
+		}
+		n = copy(buf, d.payload(i, sw.Length))
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+			d.wakeIfWaiting()
+			return n, int(sw.Deliveries), nil
+		}
+	}
+	return 0, 0, ErrEmpty
+}
+
+// TakeReturned copies one returned message (handed back, or left by a dead
+// consumer) into buf and frees its slot; ErrEmpty if there is none. Tools
+// drain with it what no owner will re-publish.
+func (d *Deque) TakeReturned(buf []byte) (int, error) {
+	if d.self == 0 {
+		return 0, ErrNotAttached
+	}
+	l, err := d.takeReturned(layout.SlotLeased, len(buf))
+	if err != nil {
+		return 0, err
+	}
+	n := copy(buf, l.data)
+	d.free(l.slot, l.lap)
+	return n, nil
+}

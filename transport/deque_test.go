@@ -1,0 +1,364 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+)
+
+func newDeque(t testing.TB, cfg DequeConfig) *Deque {
+	t.Helper()
+	d, err := CreateDeque(ringPath(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func openThief(t testing.TB, d *Deque) *Deque {
+	t.Helper()
+	th, err := OpenDeque(d.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { th.Close() })
+	return th
+}
+
+func u64msg(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+
+func TestDequeOwnerLIFOThiefFIFO(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8})
+	th := openThief(t, d)
+	if !d.IsOwner() || th.IsOwner() {
+		t.Fatalf("owner flags: creator %v, opener %v", d.IsOwner(), th.IsOwner())
+	}
+	for i := uint64(1); i <= 4; i++ {
+		if err := d.TryPush(u64msg(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Len() != 4 {
+		t.Fatalf("Len %d", d.Len())
+	}
+	buf := make([]byte, 64)
+	take := func(q *Deque) uint64 {
+		t.Helper()
+		n, err := q.TryPop(buf)
+		if err != nil || n != 8 {
+			t.Fatalf("pop: %d %v", n, err)
+		}
+		return binary.LittleEndian.Uint64(buf)
+	}
+	// The owner takes the newest, the thief the oldest.
+	for _, step := range []struct {
+		q    *Deque
+		want uint64
+	}{{d, 4}, {th, 1}, {th, 2}, {d, 3}} {
+		if got := take(step.q); got != step.want {
+			t.Fatalf("got %d, want %d", got, step.want)
+		}
+	}
+	for _, q := range []*Deque{d, th} {
+		if _, err := q.TryPop(buf); err != ErrEmpty {
+			t.Fatalf("empty: %v", err)
+		}
+	}
+	c := d.Counters()
+	if c.Pushed != 4 || c.OwnerPopped != 2 || c.Stolen != 2 || c.Top != c.Bottom {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestDequeErrors(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 4})
+	th := openThief(t, d)
+	if err := th.TryPush([]byte("x")); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("thief push: %v", err)
+	}
+	if err := d.TryPush(make([]byte, 57)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("57 bytes: %v", err)
+	}
+	for i := 0; i < 4; i++ {
+		if err := d.TryPush([]byte("twelve bytes")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.TryPush([]byte("x")); err != ErrFull {
+		t.Fatalf("full: %v", err)
+	}
+	if _, err := th.TryPop(make([]byte, 4)); !errors.Is(err, ErrShortBuffer) {
+		t.Fatalf("short steal: %v", err)
+	}
+	if _, err := d.TryPop(make([]byte, 4)); !errors.Is(err, ErrShortBuffer) {
+		t.Fatalf("short pop: %v", err)
+	}
+	if d.Len() != 4 {
+		t.Fatalf("a short buffer lost a message: Len %d", d.Len())
+	}
+	if _, err := CreateDeque(ringPath(t), DequeConfig{Capacity: 3}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("capacity 3: %v", err)
+	}
+	if err := th.Ack(Lease{}); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("ack of nothing: %v", err)
+	}
+}
+
+func TestDequeWrapsManyLaps(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 4})
+	th := openThief(t, d)
+	buf := make([]byte, 64)
+	next, want := uint64(0), uint64(0)
+	for round := 0; round < 200; round++ {
+		for i := 0; i < 3; i++ {
+			if err := d.TryPush(u64msg(next)); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			next++
+		}
+		// Steal two (oldest first), pop one (newest).
+		for i := 0; i < 2; i++ {
+			if _, err := th.TryPop(buf); err != nil {
+				t.Fatal(err)
+			}
+			if got := binary.LittleEndian.Uint64(buf); got != want {
+				t.Fatalf("round %d: stole %d, want %d", round, got, want)
+			}
+			want++
+		}
+		if _, err := d.TryPop(buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.LittleEndian.Uint64(buf); got != next-1 {
+			t.Fatalf("round %d: popped %d, want %d", round, got, next-1)
+		}
+		want++ // the popped one is gone; the next steal takes the one after
+	}
+}
+
+func TestDequeClaimAckRelease(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8, DeliveryLimit: 3})
+	th := openThief(t, d)
+	for _, m := range []string{"a", "b", "c"} {
+		if err := d.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := th.TryClaim()
+	if err != nil || string(l.Data()) != "a" || l.Deliveries != 1 {
+		t.Fatalf("claim: %q %d %v", l.Data(), l.Deliveries, err)
+	}
+	// Released: returned, and taken again before newer messages.
+	if err := th.Release(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.Ack(l); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("ack after release: %v", err)
+	}
+	for want := 2; want <= 3; want++ {
+		l, err = th.TryClaim()
+		if err != nil || string(l.Data()) != "a" || l.Deliveries != want {
+			t.Fatalf("claim again: %q %d %v", l.Data(), l.Deliveries, err)
+		}
+		if err := th.Release(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three deliveries: now poison; the next claim gets b.
+	l, err = th.TryClaim()
+	if err != nil || string(l.Data()) != "b" {
+		t.Fatalf("after poison: %q %v", l.Data(), err)
+	}
+	if err := th.Ack(l); err != nil {
+		t.Fatal(err)
+	}
+	rep := d.Scan()
+	if rep.States[layout.SlotPoisoned] != 1 || rep.Problems != 1 {
+		t.Fatalf("scan: %+v", rep)
+	}
+	buf := make([]byte, 64)
+	n, deliveries, err := th.TakePoisoned(buf)
+	if err != nil || string(buf[:n]) != "a" || deliveries != 3 {
+		t.Fatalf("take poisoned: %q %d %v", buf[:n], deliveries, err)
+	}
+	c := d.Counters()
+	if c.Claimed != 4 || c.Acked != 1 || c.Returned != 3 || c.Poisoned != 1 || c.Pending != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+// A returned message in the slot the owner's push reaches is published
+// again there instead of stalling the owner.
+func TestDequeOwnerRepublishesReturned(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 2})
+	th := openThief(t, d)
+	d.TryPush([]byte("a"))
+	d.TryPush([]byte("b"))
+	l, _ := th.TryClaim() // a, slot 0
+	th.Release(l)         // returned in slot 0
+	buf := make([]byte, 64)
+	if n, err := th.TryPop(buf); err != nil || string(buf[:n]) != "a" {
+		t.Fatalf("returned first: %q %v", buf[:n], err)
+	}
+	l, _ = th.TryClaim() // b, slot 1
+	th.Release(l)
+	if err := d.TryPush([]byte("c")); err != nil { // slot 0
+		t.Fatal(err)
+	}
+	if err := d.TryPush([]byte("d")); err != nil { // slot 1: b republished, then d... no room
+		if err != ErrFull {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for {
+		n, err := th.TryPop(buf)
+		if err == ErrEmpty {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[string(buf[:n])] = true
+	}
+	if !got["b"] || !got["c"] {
+		t.Fatalf("drained %v", got)
+	}
+}
+
+func TestDequeAdoptAfterClose(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8})
+	th := openThief(t, d)
+	if _, err := th.Adopt(); !errors.Is(err, ErrOwnerAlive) {
+		t.Fatalf("adopt from a live owner: %v", err)
+	}
+	d.TryPush([]byte("left behind"))
+	path := d.Path()
+	d.Close()
+	if _, err := th.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	if !th.IsOwner() || th.Counters().Owner != th.Participant() {
+		t.Fatalf("adopter is not the owner: %+v", th.Counters())
+	}
+	buf := make([]byte, 64)
+	if n, err := th.TryPop(buf); err != nil || string(buf[:n]) != "left behind" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+	if err := th.TryPush([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	_ = path
+}
+
+func TestDequeBlockingStealAndCancel(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 4})
+	th := openThief(t, d)
+	done := make(chan string)
+	go func() {
+		buf := make([]byte, 64)
+		n, err := th.Steal(context.Background(), buf)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- string(buf[:n])
+	}()
+	time.Sleep(50 * time.Millisecond) // let it sleep on the futex
+	if err := d.TryPush([]byte("wake")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got != "wake" {
+		t.Fatalf("blocked steal got %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := th.Claim(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("claim on empty: %v", err)
+	}
+	// The owner's blocking push waits for room.
+	for i := 0; i < 4; i++ {
+		d.TryPush([]byte("x"))
+	}
+	popped := make(chan struct{})
+	go func() {
+		defer close(popped)
+		time.Sleep(30 * time.Millisecond)
+		th.TryPop(make([]byte, 64))
+	}()
+	if err := d.Push(context.Background(), []byte("room")); err != nil {
+		t.Fatal(err)
+	}
+	<-popped
+}
+
+// Many thieves and the owner's pops race for every message: each is taken
+// exactly once.
+func TestDequeConcurrentExactlyOnce(t *testing.T) {
+	const n = 20000
+	d := newDeque(t, DequeConfig{Capacity: 64})
+	var seen [n]atomic.Int32
+	var wg sync.WaitGroup
+	var taken atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	record := func(buf []byte) {
+		v := binary.LittleEndian.Uint64(buf)
+		if v >= n {
+			t.Errorf("bad message %d", v)
+			return
+		}
+		seen[v].Add(1)
+		taken.Add(1)
+	}
+	for k := 0; k < 3; k++ {
+		th := openThief(t, d)
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			buf := make([]byte, 64)
+			for taken.Load() < n {
+				if k == 0 {
+					l, err := th.TryClaim()
+					if err == nil {
+						record(l.Data())
+						th.Ack(l)
+					}
+					continue
+				}
+				if _, err := th.TryPop(buf); err == nil {
+					record(buf)
+				}
+			}
+		}(k)
+	}
+	buf := make([]byte, 64)
+	for i := uint64(0); i < n; i++ {
+		if err := d.Push(ctx, u64msg(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if _, err := d.TryPop(buf); err == nil {
+				record(buf)
+			}
+		}
+	}
+	for taken.Load() < n {
+		if _, err := d.TryPop(buf); err == nil {
+			record(buf)
+		}
+	}
+	wg.Wait()
+	for i := range seen {
+		if c := seen[i].Load(); c != 1 {
+			t.Fatalf("message %d taken %d times", i, c)
+		}
+	}
+}

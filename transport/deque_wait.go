@@ -1,0 +1,147 @@
+package transport
+
+import (
+	"context"
+	"math"
+
+	"github.com/shmkit/shmkit/layout"
+)
+
+// Blocking deque calls wait as the ring's do (ring_wait.go): spin briefly,
+// then sleep on a futex word in the mapping; the other side wakes only
+// when a sleeper raised the waiter flag.
+
+// Push publishes msg at the bottom, waiting while the deque is full (a
+// lease or poison in the slot the owner reaches next counts as full). Only
+// the owner may push.
+func (d *Deque) Push(ctx context.Context, msg []byte) error {
+	if err := d.ownerCheck(len(msg)); err != nil {
+		return err
+	}
+	var err error
+	if werr := block(ctx, d.notFullSeq, d.notFullW, d.fullHits, d.bottomSlot, d.healSlot, func() bool {
+		d.ownerMu.Lock()
+		err = d.pushBottom(msg)
+		d.ownerMu.Unlock()
+		return err != ErrFull
+	}); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// Pop waits for a message (the owner's newest, or a thief's oldest; see
+// TryPop) and copies it into buf.
+func (d *Deque) Pop(ctx context.Context, buf []byte) (int, error) {
+	if d.self == 0 {
+		return 0, ErrNotAttached
+	}
+	var n int
+	var err error
+	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+		n, err = d.pop(buf)
+		return err != ErrEmpty
+	}); werr != nil {
+		return 0, werr
+	}
+	return n, err
+}
+
+// Steal is Pop for a thief's role whoever calls it: it waits for the
+// oldest message and copies it into buf.
+func (d *Deque) Steal(ctx context.Context, buf []byte) (int, error) {
+	if d.self == 0 {
+		return 0, ErrNotAttached
+	}
+	var n int
+	var err error
+	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+		n, err = d.stealCopy(buf)
+		return err != ErrEmpty
+	}); werr != nil {
+		return 0, werr
+	}
+	return n, err
+}
+
+// TrySteal copies the oldest message into buf, or returns ErrEmpty, from
+// whichever handle (the owner may steal from its own top).
+func (d *Deque) TrySteal(buf []byte) (int, error) {
+	if d.self == 0 {
+		return 0, ErrNotAttached
+	}
+	n, err := d.stealCopy(buf)
+	if err == ErrEmpty {
+		d.emptyHits.Add(1)
+	}
+	return n, err
+}
+
+// stealCopy steals into buf. The owner's handle steals under a lease (its
+// READING stamp marks pops at the bottom).
+func (d *Deque) stealCopy(buf []byte) (int, error) {
+	state := layout.SlotReading
+	if d.owner.Load() {
+		state = layout.SlotLeased
+	}
+	l, err := d.steal(state, len(buf))
+	if err != nil {
+		return 0, err
+	}
+	n := copy(buf, l.data)
+	d.free(l.slot, l.lap)
+	d.stolen.Add(1)
+	return n, nil
+}
+
+// Claim waits for the oldest message and leases it (see TryClaim).
+func (d *Deque) Claim(ctx context.Context) (Lease, error) {
+	if d.self == 0 {
+		return Lease{}, ErrNotAttached
+	}
+	var l Lease
+	var err error
+	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+		l, err = d.steal(layout.SlotLeased, math.MaxInt)
+		if err == nil {
+			d.claimed.Add(1)
+		}
+		return err != ErrEmpty
+	}); werr != nil {
+		return Lease{}, werr
+	}
+	return l, err
+}
+
+// topSlot is what a waiting thief is behind: the slot at top, or, when the
+// deque looks empty, the one at bottom (a dead owner's pop in progress
+// there hides the message from thieves until a repair rolls it back).
+func (d *Deque) topSlot() (uint64, uint64) {
+	t := d.top.Load()
+	if b := d.bottom.Load(); b <= t {
+		return b & d.mask, d.slotWord(b).Load()
+	}
+	return t & d.mask, d.slotWord(t).Load()
+}
+
+// bottomSlot is what a waiting owner is behind: the slot its next push
+// needs. A lease there stalls the owner (no burning past it, see
+// docs/design.md), so unlike the ring's producers the owner treats a
+// leaseholder like a reader: checked for death while it waits.
+func (d *Deque) bottomSlot() (uint64, uint64) {
+	b := d.bottom.Load()
+	raw := d.slotWord(b).Load()
+	if sw := layout.UnpackSlot(raw); sw.State == layout.SlotLeased {
+		sw.State = layout.SlotReading
+		raw = sw.Pack()
+	}
+	return b & d.mask, raw
+}
+
+// healSlot repairs the deque if the owner of the slot in the way is proven
+// dead. A live owner, however slow, is left alone.
+func (d *Deque) healSlot(_, raw uint64) {
+	if d.stampDead(layout.UnpackSlot(raw).Owner) {
+		d.Repair()
+	}
+}
