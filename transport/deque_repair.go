@@ -73,12 +73,16 @@ func (d *Deque) Repair() (RepairReport, error) {
 			rep.OwnerDied = true
 		}
 	}
+	returned := uint64(0) // returned slots seen, for the pending hint
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
 		if err := sw.Validate(&d.lay); err != nil {
 			rep.Corrupt++
 			continue
+		}
+		if sw.State == layout.SlotReturned {
+			returned++
 		}
 		if sw.Owner == 0 || !dead[sw.Owner-1] {
 			continue
@@ -93,6 +97,10 @@ func (d *Deque) Repair() (RepairReport, error) {
 			// that; one anywhere else no operation writes.
 			rep.Corrupt++
 		}
+	}
+	// A process killed between returning a message and counting it
+	// leaves the hint short: consumers would not look for the message.
+	for p := d.pending.Load(); p < returned && !d.pending.CompareAndSwap(p, returned); p = d.pending.Load() {
 	}
 	d.freeDead(dead, make([]bool, len(dead)))
 	if rep.Changed() {

@@ -1,0 +1,353 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/internal/proctest"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// Crash tests for the deque: a real child process is killed at a named step
+// of push, pop, steal, claim, ack, return, repair or adopt; the parent then
+// repairs (and adopts when the owner died), drains, and checks that every
+// message whose push returned is delivered at least once and intact, that
+// duplicates are only of messages in flight at the kill, and that the deque
+// works afterwards.
+
+const dequeHelperTest = "TestDequeHelperProcess"
+
+// TestDequeHelperProcess is the child side. Roles:
+//
+//	owner    adopt, push ids FIRST..FIRST+COUNT-1 ("ok ID"), then pop POP
+//	         messages at the bottom ("got ID")
+//	steal    steal until empty ("got ID")
+//	claim    claim ("got ID"), ack ("acked ID") until empty
+//	hold     claim one message ("got ID") and die processing it
+//	release  claim one message and release it
+//	repair   run Repair
+//	adopt    run Adopt
+func TestDequeHelperProcess(t *testing.T) {
+	role, ok := proctest.Role()
+	if !ok || !strings.HasPrefix(role, "deque-") {
+		return
+	}
+	code := 0
+	if err := dequeChild(strings.TrimPrefix(role, "deque-")); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func dequeChild(role string) error {
+	d, err := OpenDeque(os.Getenv("SHMKIT_TEST_PATH"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	envInt := func(k string) uint64 { v, _ := strconv.ParseUint(os.Getenv(k), 10, 64); return v }
+	buf := make([]byte, d.MaxPayload())
+	switch role {
+	case "owner":
+		if _, err := d.Adopt(); err != nil {
+			return err
+		}
+		first, count := envInt("FIRST"), envInt("COUNT")
+		for id := first; id < first+count; id++ {
+			if err := d.Push(ctx, encodeMsg(id)); err != nil {
+				return err
+			}
+			fmt.Printf("ok %d\n", id)
+		}
+		for i := uint64(0); i < envInt("POP"); i++ {
+			n, err := d.TryPop(buf)
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(buf[:n])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\n", id)
+		}
+	case "steal":
+		for {
+			n, err := d.TryPop(buf)
+			if err == ErrEmpty {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(buf[:n])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\n", id)
+		}
+	case "claim", "hold", "release":
+		for {
+			l, err := d.TryClaim()
+			if err == ErrEmpty {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(l.Data())
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\n", id)
+			switch role {
+			case "hold":
+				shm.CrashPoint("test.lease.processing")
+			case "release":
+				return d.Release(l)
+			}
+			if err := d.Ack(l); err != nil {
+				return err
+			}
+			fmt.Printf("acked %d\n", id)
+		}
+	case "repair":
+		if _, err := d.Repair(); err != nil {
+			return err
+		}
+	case "adopt":
+		if _, err := d.Adopt(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return d.Close()
+}
+
+func runDequeChild(t *testing.T, path, role, point string, after int, env ...string) map[string][]uint64 {
+	t.Helper()
+	env = append(env, "SHMKIT_TEST_PATH="+path)
+	if point != "" {
+		env = append(env, shm.CrashPointEnv+"="+point, shm.CrashPointAfterEnv+"="+strconv.Itoa(after))
+	}
+	c := proctest.StartTimeout(t, 60*time.Second, dequeHelperTest, "deque-"+role, env...)
+	err := c.Wait()
+	out, errOut := c.Output()
+	if point == "" {
+		if err != nil {
+			t.Fatalf("child %s: %v\nstdout:\n%s\nstderr:\n%s", role, err, out, errOut)
+		}
+	} else if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child %s did not die at %s (err %v)\nstdout:\n%s\nstderr:\n%s", role, point, err, out, errOut)
+	}
+	return childLog(out)
+}
+
+// drainDeque takes everything through the ordinary pop path, failing on
+// any corrupt payload.
+func drainDeque(t *testing.T, d *Deque) []uint64 {
+	t.Helper()
+	var ids []uint64
+	buf := make([]byte, d.MaxPayload())
+	for {
+		n, err := d.TryPop(buf)
+		if err == ErrEmpty {
+			return ids
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := decodeMsg(buf[:n])
+		if err != nil {
+			t.Fatalf("corrupt payload after repair: %v", err)
+		}
+		ids = append(ids, id)
+	}
+}
+
+func TestDequeCrashPoints(t *testing.T) {
+	type step struct {
+		role, point string
+		after       int
+		env         []string
+	}
+	owner := func(point string, after int, env ...string) step {
+		return step{"owner", point, after, append([]string{"FIRST=1", "COUNT=10"}, env...)}
+	}
+	tests := []struct {
+		name      string
+		prefill   bool   // the parent, as owner, pushes 1..10 and keeps the role
+		steps     []step // children, in order; each but a clean one dies
+		ownerDies bool
+		want      func(rep RepairReport) string // what the parent's repair must report
+	}{
+		{"push after claim", false, []step{owner("deque.push.after-claim", 5)}, true,
+			func(r RepairReport) string { return want(r.Abandoned == 1 && r.OwnerDied, "abandoned 1, owner died") }},
+		{"push after write", false, []step{owner("deque.push.after-write", 5)}, true,
+			func(r RepairReport) string { return want(r.Published == 1, "published 1") }},
+		{"push after publish", false, []step{owner("deque.push.after-publish", 5)}, true,
+			func(r RepairReport) string { return want(r.OwnerDied && r.Published == 0, "owner died, nothing else") }},
+		{"pop after announce", false, []step{owner("deque.pop.after-announce", 2, "POP=3")}, true,
+			func(r RepairReport) string { return want(r.Published == 1, "published 1 (the announced pop)") }},
+		{"pop after take", false, []step{owner("deque.pop.after-take", 2, "POP=3")}, true,
+			func(r RepairReport) string { return want(r.RequeuedInPlace == 1, "rolled back 1") }},
+		{"pop after copy", false, []step{owner("deque.pop.after-copy", 2, "POP=3")}, true,
+			func(r RepairReport) string { return want(r.RequeuedInPlace == 1, "rolled back 1") }},
+		{"steal after take", true, []step{{"steal", "deque.steal.after-take", 3, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"steal after advance", true, []step{{"steal", "deque.steal.after-advance", 3, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"steal after copy", true, []step{{"steal", "deque.steal.after-copy", 3, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"claim after take", true, []step{{"claim", "deque.steal.after-take", 3, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"lease held", true, []step{{"hold", "test.lease.processing", 1, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"ack before free", true, []step{{"claim", "deque.ack.before-free", 3, nil}}, false,
+			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
+		{"return after mark", true, []step{{"release", "deque.return.after-mark", 1, nil}}, false,
+			func(r RepairReport) string { return want(len(r.DeadPeers) == 1 && r.Requeued == 0, "dead peer, nothing to return") }},
+		{"repairer dies", false, []step{owner("deque.pop.after-take", 1, "POP=1"), {"repair", "deque.repair.after-fix-bottom", 1, nil}}, true,
+			func(r RepairReport) string { return want(r.OwnerDied, "owner died (finished by the second repair)") }},
+		{"adopter dies", false, []step{owner("deque.push.after-write", 3), {"adopt", "deque.adopt.after-fix-bottom", 1, nil}}, true,
+			func(r RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDeque(t, DequeConfig{Capacity: 16, DeliveryLimit: 5})
+			path := d.Path()
+			var promised, delivered []uint64
+			inFlight := map[uint64]bool{}
+			if tt.prefill {
+				for id := uint64(1); id <= 10; id++ {
+					if err := d.TryPush(encodeMsg(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				promised = seq(1, 10)
+			} else {
+				d.Close() // the children adopt it
+			}
+			for _, s := range tt.steps {
+				log := runDequeChild(t, path, s.role, s.point, s.after, s.env...)
+				promised = append(promised, log["ok"]...)
+				delivered = append(delivered, log["acked"]...)
+				// A message the child got but did not ack (or popped
+				// and printed) may come again only if it was in flight.
+				got := log["got"]
+				if s.role == "owner" || s.role == "steal" {
+					delivered = append(delivered, got...)
+				}
+				if len(got) > 0 {
+					inFlight[got[len(got)-1]] = true
+				}
+			}
+			p, err := OpenDeque(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			scan := p.Scan()
+			if tt.ownerDies == scan.OwnerAlive && tt.ownerDies {
+				t.Errorf("scan: owner alive %v after the owner was killed", scan.OwnerAlive)
+			}
+			rep, err := p.Repair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.want(rep); msg != "" {
+				t.Errorf("repair %+v: want %s", rep, msg)
+			}
+			if again, err := p.Repair(); err != nil || again.Changed() {
+				t.Errorf("second repair changed something: %+v %v", again, err)
+			}
+			drainer := d
+			if !tt.prefill {
+				if _, err := p.Adopt(); err != nil {
+					t.Fatalf("adopt after the owner died: %v", err)
+				}
+				drainer = p
+			}
+			delivered = append(delivered, drainDeque(t, drainer)...)
+			if len(promised) == 0 || len(delivered) == 0 {
+				t.Fatalf("nothing promised (%v) or delivered (%v): the children did no work", promised, delivered)
+			}
+			checkDelivery(t, promised, delivered, inFlight)
+			after := drainer.Scan()
+			if after.Problems != 0 || after.States[layout.SlotReturned] != 0 || after.States[layout.SlotReading] != 0 {
+				t.Errorf("after drain: %+v", after)
+			}
+			// Usable afterwards.
+			if err := drainer.TryPush(encodeMsg(99)); err != nil {
+				t.Fatal(err)
+			}
+			if got := drainDeque(t, drainer); len(got) != 1 || got[0] != 99 {
+				t.Fatalf("after repair: %v", got)
+			}
+		})
+	}
+}
+
+func want(ok bool, what string) string {
+	if ok {
+		return ""
+	}
+	return what
+}
+
+// A thief blocked on an empty-looking deque, behind a dead owner's pop in
+// progress, heals it: the pop is rolled back and the thief gets the
+// message, without anyone calling Repair.
+func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8})
+	path := d.Path()
+	d.Close()
+	log := runDequeChild(t, path, "owner", "deque.pop.after-take", 1, "FIRST=1", "COUNT=1", "POP=1")
+	if len(log["ok"]) != 1 {
+		t.Fatalf("child log %v", log)
+	}
+	th, err := OpenDeque(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer th.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	buf := make([]byte, th.MaxPayload())
+	n, err := th.Steal(ctx, buf)
+	if err != nil {
+		t.Fatalf("blocked steal: %v", err)
+	}
+	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
+		t.Fatalf("got %d %v", id, err)
+	}
+}
+
+// Many thieves and owners dying and attaching never exhaust the table, and
+// a process that takes over a dead thief's entry hands its lease back.
+func TestDequeTakeOverDeadThiefEntry(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 2})
+	for id := uint64(1); id <= 3; id++ {
+		d.TryPush(encodeMsg(id))
+	}
+	runDequeChild(t, d.Path(), "hold", "test.lease.processing", 1)
+	// The table is full (owner + dead thief): attaching takes over the
+	// dead entry and returns its lease.
+	th, err := OpenDeque(d.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer th.Close()
+	got := drainDeque(t, th)
+	if len(got) != 3 {
+		t.Fatalf("drained %v", got)
+	}
+}
