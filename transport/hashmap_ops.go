@@ -1,0 +1,537 @@
+package transport
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// The hash map's operations. The state machine and the argument that a
+// reader never sees a torn value are in docs/parts/hashmap-design.md.
+
+const (
+	// hmReadRetries bounds the re-reads of one bucket that kept changing
+	// under a reader. Each re-read means a writer published meanwhile, so
+	// only writers hammering one key for a long time come near it; memory
+	// that does not change never makes a reader retry.
+	hmReadRetries = 1 << 20
+	// hmWriteRounds bounds a writer's restarts (a claim lost to another
+	// writer, a bucket rolled back under it); each is someone's progress.
+	hmWriteRounds = 1 << 16
+	// Waiting for a home lock: spin with pauses, then yield, judging the
+	// holder's liveness (which costs system calls) only every so often,
+	// and sleep between tries once the wait is long.
+	hmHomeSpins      = 64
+	hmHomeJudgeEvery = 256
+	hmHomeSleepAfter = 4096
+	hmHomeSleep      = 20 * time.Microsecond
+	// A bucket of our key locked by someone else while we hold the key's
+	// home lock can only be a dead writer's (or corrupt): it is judged at
+	// once, and after this many judgments that find its owner alive the
+	// bucket is reported corrupt.
+	hmLockedJudgments = 20
+)
+
+// probe outcomes of one bucket.
+const (
+	hmNext  = iota // not the key: go on to the next bucket
+	hmStop         // an empty bucket: the key is absent
+	hmFound        // the key
+)
+
+// Get copies the value stored under key into buf and returns its length.
+// An absent key gives ErrNotFound (not wrapped: a miss is an ordinary
+// outcome and allocates nothing). A buf shorter than the value gets the
+// value's length and ErrShortBuffer; a buf of ValueSize bytes always
+// suffices. Get takes no lock and never writes to the file: it works on
+// read-only maps, and it returns a value that was stored under key at
+// some instant during the call, never a mixture of two.
+func (m *HashMap) Get(key, buf []byte) (int, error) {
+	if m.area == nil {
+		return 0, ErrNotAttached
+	}
+	if uint64(len(key)) > m.lay.KeySize {
+		return 0, m.tooLarge("key", len(key), m.lay.KeySize)
+	}
+	home := layout.HashMapHash(key) & m.mask
+	for p := uint64(0); p < m.lay.Capacity; p++ {
+		n, what, err := m.getAt(home+p, key, buf)
+		switch {
+		case err != nil:
+			return n, err
+		case what == hmFound:
+			return n, nil
+		case what == hmStop:
+			return 0, ErrNotFound
+		}
+	}
+	return 0, ErrNotFound
+}
+
+// getAt reads bucket i for Get: the control word once, then the key and
+// the active copy, then the control word again; a change in between
+// (other than a lock taken or dropped, or one publish of the other copy)
+// means a writer interfered, and the bucket is read again.
+func (m *HashMap) getAt(i uint64, key, buf []byte) (int, int, error) {
+	ctl := m.ctl(i)
+	for attempt := 0; ; attempt++ {
+		raw := ctl.Load()
+		w := layout.UnpackHashMapWord(raw)
+		if err := w.Validate(&m.lay); err != nil {
+			return 0, hmStop, m.corruptBucket(i, raw, err)
+		}
+		switch w.State {
+		case layout.BucketEmpty:
+			return 0, hmStop, nil
+		case layout.BucketFull:
+		default: // tombstone, or an insert not yet published: absent here
+			return 0, hmNext, nil
+		}
+		kl, vl := m.keyLen(i).Load(), m.valueLen(i, w.Active).Load()
+		sane := uint64(kl) <= m.lay.KeySize && uint64(vl) <= m.lay.ValueSize
+		match := sane && int(kl) == len(key) && bytes.Equal(m.keyBytes(i, kl), key)
+		n := 0
+		if match && int(vl) <= len(buf) {
+			n = copy(buf, m.valueBytes(i, w.Active, vl))
+		}
+		hashMapFence()
+		if !hmStable(raw, ctl.Load()) {
+			if err := m.readBackoff(i, raw, attempt); err != nil {
+				return 0, hmStop, err
+			}
+			continue
+		}
+		switch {
+		case !sane:
+			return 0, hmStop, m.corruptBucket(i, raw, m.lay.CheckLengths(kl, vl))
+		case !match:
+			return 0, hmNext, nil
+		case int(vl) > len(buf):
+			return int(vl), hmFound, fmt.Errorf("%w: %s: value of %d bytes, buffer of %d", ErrShortBuffer, m.Path(), vl, len(buf))
+		}
+		return n, hmFound, nil
+	}
+}
+
+// hmStable reports whether what a reader copied from a bucket whose
+// control word was raw is intact now that the word is again: the word is
+// unchanged but for its owner field (a writer locked the bucket and writes
+// the other copy), or exactly one publish happened and no writer holds the
+// bucket (that publish wrote the other copy; writing the one read would
+// need a second lock, which shows in the owner field or a second version).
+func hmStable(raw, again uint64) bool {
+	if raw&^layout.HashMapOwnerMask == again&^layout.HashMapOwnerMask {
+		return true
+	}
+	w, a := layout.UnpackHashMapWord(raw), layout.UnpackHashMapWord(again)
+	return a.State == layout.BucketFull && a.Owner == 0 && a.Active != w.Active &&
+		a.Version == w.Next().Version
+}
+
+// readBackoff pauses before a re-read, and gives up on a bucket that
+// changed under every one of hmReadRetries reads.
+func (m *HashMap) readBackoff(i, raw uint64, attempt int) error {
+	switch {
+	case attempt >= hmReadRetries:
+		return m.corruptBucket(i, raw, fmt.Errorf("changed during each of %d reads", attempt))
+	case attempt < 8:
+		spinPause()
+	default:
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// Range calls fn for the entries of the map, in bucket order, until fn
+// returns false. key and value are copies, valid until fn returns; fn may
+// call any method of the map (Range holds no lock).
+//
+// Range tolerates concurrent writers. Each entry it reports is read
+// consistently: a key with a value it held at some instant during the
+// call, never a mixture. An entry present and not deleted for the whole
+// call is reported exactly once. An entry inserted or deleted during the
+// call may or may not be reported, and a value updated during the call may
+// be reported old or new. A key deleted and inserted again during the call
+// may be reported twice (it may land in another bucket). Range returns
+// ErrCorrupt, after reporting the entries before it, at a bucket that no
+// map operation could have written.
+func (m *HashMap) Range(fn func(key, value []byte) bool) error {
+	if m.area == nil {
+		return ErrNotAttached
+	}
+	buf := make([]byte, m.lay.KeySize+m.lay.ValueSize)
+	kbuf, vbuf := buf[:m.lay.KeySize], buf[m.lay.KeySize:]
+	for i := uint64(0); i < m.lay.Capacity; i++ {
+		k, v, ok, err := m.readEntry(i, kbuf, vbuf)
+		if err != nil {
+			return err
+		}
+		if ok && !fn(k, v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readEntry copies bucket i's key and active value into kbuf and vbuf
+// (KeySize and ValueSize bytes) if it holds an entry.
+func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok bool, err error) {
+	ctl := m.ctl(i)
+	for attempt := 0; ; attempt++ {
+		raw := ctl.Load()
+		w := layout.UnpackHashMapWord(raw)
+		if err := w.Validate(&m.lay); err != nil {
+			return nil, nil, false, m.corruptBucket(i, raw, err)
+		}
+		if w.State != layout.BucketFull {
+			return nil, nil, false, nil
+		}
+		kl, vl := m.keyLen(i).Load(), m.valueLen(i, w.Active).Load()
+		sane := uint64(kl) <= m.lay.KeySize && uint64(vl) <= m.lay.ValueSize
+		if sane {
+			key = kbuf[:copy(kbuf, m.keyBytes(i, kl))]
+			value = vbuf[:copy(vbuf, m.valueBytes(i, w.Active, vl))]
+		}
+		hashMapFence()
+		if !hmStable(raw, ctl.Load()) {
+			if err := m.readBackoff(i, raw, attempt); err != nil {
+				return nil, nil, false, err
+			}
+			continue
+		}
+		if !sane {
+			return nil, nil, false, m.corruptBucket(i, raw, m.lay.CheckLengths(kl, vl))
+		}
+		return key, value, true, nil
+	}
+}
+
+// Put stores value under key, inserting the key if it is absent (inserted
+// reports which). Keys and values may be shorter than the configured
+// sizes; longer ones get ErrTooLarge. A map with no free bucket left on
+// the key's probe sequence (that is, none at all) gets ErrFull. Put is
+// atomic for readers: they see the old value (or no entry) until the one
+// store that publishes the new value, and the new value after it.
+func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
+	if m.self == 0 || m.area == nil {
+		return false, ErrNotAttached
+	}
+	if uint64(len(key)) > m.lay.KeySize {
+		return false, m.tooLarge("key", len(key), m.lay.KeySize)
+	}
+	if uint64(len(value)) > m.lay.ValueSize {
+		return false, m.tooLarge("value", len(value), m.lay.ValueSize)
+	}
+	home := layout.HashMapHash(key) & m.mask
+	hl := m.home(home)
+	mine := m.lockHome(hl)
+	shm.CrashPoint("hashmap.put.after-home-lock")
+	inserted, err = m.put(home, key, value)
+	hl.CompareAndSwap(mine, 0)
+	return inserted, err
+}
+
+func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
+	for round := 0; round < hmWriteRounds; round++ {
+		f, err := m.find(home, key)
+		if err != nil {
+			return false, err
+		}
+		if f.found {
+			done, err := m.update(f.idx, f.raw, value, round)
+			if done || err != nil {
+				return false, err
+			}
+			continue
+		}
+		if !f.haveFree {
+			if f.inserting > 0 && round == 0 && m.rollBackDeadInserts() > 0 {
+				continue // a dead writer's claim freed: look again
+			}
+			m.fullHits.Add(1)
+			return false, fmt.Errorf("%w: %s: all %d buckets hold entries or tombstones being reused", ErrFull, m.Path(), m.lay.Capacity)
+		}
+		if m.insert(f.free, f.freeRaw, key, value) {
+			return true, nil
+		}
+		// Another writer claimed the bucket first (for another key: ours
+		// is serialised by the home lock). Look again.
+	}
+	return false, m.noProgress(home)
+}
+
+// update replaces the value of the entry in bucket i (control word raw,
+// full) while the home lock is held. It returns false to make the caller
+// look again.
+func (m *HashMap) update(i, raw uint64, value []byte, round int) (bool, error) {
+	w := layout.UnpackHashMapWord(raw)
+	if w.Owner != 0 {
+		return false, m.healLocked(i, raw, round)
+	}
+	ctl := m.ctl(i)
+	locked := w
+	locked.Owner = m.self
+	if !ctl.CompareAndSwap(raw, locked.Pack()) {
+		return false, nil
+	}
+	hashMapFence()
+	shm.CrashPoint("hashmap.update.after-lock")
+	next := w.Active ^ 1
+	m.valueLen(i, next).Store(uint32(len(value)))
+	copy(m.valueBytes(i, next, uint32(len(value))), value)
+	shm.CrashPoint("hashmap.update.after-write")
+	// Publish: the new copy becomes active, the version moves on and the
+	// lock is dropped, in one store (release: the copy is visible first).
+	pub := w.Next()
+	pub.Active = next
+	ctl.Store(pub.Pack())
+	shm.CrashPoint("hashmap.update.after-publish")
+	m.updates.Add(1)
+	return true, nil
+}
+
+// insert claims the free bucket i (control word raw: empty or tombstone)
+// for key, writes the key and value and publishes the entry. It returns
+// false if another writer claimed the bucket first.
+func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
+	ctl := m.ctl(i)
+	w := layout.UnpackHashMapWord(raw)
+	claim := w.Next()
+	claim.State, claim.Owner = layout.BucketInserting, m.self
+	if !ctl.CompareAndSwap(raw, claim.Pack()) {
+		return false
+	}
+	hashMapFence()
+	shm.CrashPoint("hashmap.insert.after-claim")
+	m.keyLen(i).Store(uint32(len(key)))
+	copy(m.keyBytes(i, uint32(len(key))), key)
+	shm.CrashPoint("hashmap.insert.after-key")
+	next := w.Active ^ 1
+	m.valueLen(i, next).Store(uint32(len(value)))
+	copy(m.valueBytes(i, next, uint32(len(value))), value)
+	shm.CrashPoint("hashmap.insert.after-value")
+	pub := claim.Next()
+	pub.State, pub.Owner, pub.Active = layout.BucketFull, 0, next
+	ctl.Store(pub.Pack())
+	shm.CrashPoint("hashmap.insert.after-publish")
+	m.live.Add(1)
+	m.inserts.Add(1)
+	return true
+}
+
+// Delete removes key. An absent key gives ErrNotFound (not wrapped). The
+// bucket becomes a tombstone: lookups continue past it, inserts reuse it.
+func (m *HashMap) Delete(key []byte) error {
+	if m.self == 0 || m.area == nil {
+		return ErrNotAttached
+	}
+	if uint64(len(key)) > m.lay.KeySize {
+		return m.tooLarge("key", len(key), m.lay.KeySize)
+	}
+	home := layout.HashMapHash(key) & m.mask
+	hl := m.home(home)
+	mine := m.lockHome(hl)
+	shm.CrashPoint("hashmap.delete.after-home-lock")
+	err := m.delete(home, key)
+	hl.CompareAndSwap(mine, 0)
+	return err
+}
+
+func (m *HashMap) delete(home uint64, key []byte) error {
+	for round := 0; round < hmWriteRounds; round++ {
+		f, err := m.find(home, key)
+		if err != nil {
+			return err
+		}
+		if !f.found {
+			return ErrNotFound
+		}
+		w := layout.UnpackHashMapWord(f.raw)
+		if w.Owner != 0 {
+			if err := m.healLocked(f.idx, f.raw, round); err != nil {
+				return err
+			}
+			continue
+		}
+		ctl := m.ctl(f.idx)
+		locked := w
+		locked.Owner = m.self
+		if !ctl.CompareAndSwap(f.raw, locked.Pack()) {
+			continue
+		}
+		shm.CrashPoint("hashmap.delete.after-lock")
+		tomb := w.Next()
+		tomb.State = layout.BucketTombstone
+		ctl.Store(tomb.Pack())
+		shm.CrashPoint("hashmap.delete.after-publish")
+		m.live.Add(^uint64(0))
+		m.deletes.Add(1)
+		return nil
+	}
+	return m.noProgress(home)
+}
+
+func (m *HashMap) noProgress(home uint64) error {
+	return fmt.Errorf("%w: %s: no progress after %d rounds on the probe sequence of bucket %d", ErrCorrupt, m.Path(), hmWriteRounds, home)
+}
+
+// hmFind is what a writer's walk of a probe sequence found.
+type hmFind struct {
+	found     bool   // the key is in bucket idx, control word raw (full)
+	idx, raw  uint64 //
+	haveFree  bool   // free (the first tombstone or empty bucket) is where an insert goes
+	free      uint64 //
+	freeRaw   uint64 //
+	inserting int    // inserts in progress (or left by dead writers) passed on the way
+}
+
+// find walks key's probe sequence from home, holding key's home lock, to
+// the key or the first empty bucket. Only holders of this home lock write
+// buckets holding key, so what it finds of key cannot change under it; a
+// bucket holding another key may, and is only ever acted on by a CAS from
+// the word read here.
+func (m *HashMap) find(home uint64, key []byte) (hmFind, error) {
+	var f hmFind
+	for p := uint64(0); p < m.lay.Capacity; p++ {
+		i := (home + p) & m.mask
+		ctl := m.ctl(i)
+		raw := ctl.Load()
+		w := layout.UnpackHashMapWord(raw)
+		if err := w.Validate(&m.lay); err != nil {
+			return f, m.corruptBucket(i, raw, err)
+		}
+		switch w.State {
+		case layout.BucketEmpty, layout.BucketTombstone:
+			if !f.haveFree {
+				f.haveFree, f.free, f.freeRaw = true, i, raw
+			}
+			if w.State == layout.BucketEmpty {
+				return f, nil
+			}
+		case layout.BucketInserting:
+			f.inserting++
+		case layout.BucketFull:
+			kl := m.keyLen(i).Load()
+			if uint64(kl) > m.lay.KeySize {
+				if ctl.Load() == raw {
+					return f, m.corruptBucket(i, raw, m.lay.CheckLengths(kl, 0))
+				}
+				continue // changing under us: not our key's bucket
+			}
+			if int(kl) == len(key) && bytes.Equal(m.keyBytes(i, kl), key) {
+				f.found, f.idx, f.raw = true, i, raw
+				return f, nil
+			}
+		}
+	}
+	return f, nil
+}
+
+// lockHome takes the home lock word hl for this participant and returns
+// the value it stored. A holder is replaced only once proven dead (or when
+// the word names no possible holder), as peerTable.takeRole does; other
+// goroutines of this handle hold it with the same value and are waited
+// for like anyone else.
+func (m *HashMap) lockHome(hl *atomic.Uint64) uint64 {
+	mine := m.myLock()
+	for spin := 0; ; spin++ {
+		v := hl.Load()
+		if v == 0 {
+			if hl.CompareAndSwap(0, mine) {
+				return mine
+			}
+			continue
+		}
+		if spin < hmHomeSpins {
+			spinPause()
+			continue
+		}
+		if (spin-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 && !m.holderAlive(v) {
+			if hl.CompareAndSwap(v, mine) {
+				m.homeTakeovers.Add(1)
+				return mine
+			}
+			continue
+		}
+		if spin < hmHomeSleepAfter {
+			runtime.Gosched()
+		} else {
+			time.Sleep(hmHomeSleep)
+		}
+	}
+}
+
+// healLocked handles a bucket of our key found locked by someone else
+// while we hold the key's home lock. Only a writer that held the home lock
+// before us can have locked it, and we hold it because that writer was
+// proven dead: the bucket is rolled back. An owner not proven dead (memory
+// corrupt, or its liveness unreadable) is judged again a few times, then
+// reported.
+func (m *HashMap) healLocked(i, raw uint64, round int) error {
+	owner := layout.UnpackHashMapWord(raw).Owner
+	if m.stampDead(owner) {
+		m.rollBack(i, raw)
+		return nil
+	}
+	if round >= hmLockedJudgments {
+		return m.corruptBucket(i, raw, fmt.Errorf("locked by participant %d, not proven dead, while this writer holds the key's home lock", owner-1))
+	}
+	time.Sleep(time.Duration(round+1) * 50 * time.Microsecond)
+	return nil
+}
+
+// rollBack undoes what a writer proven dead left in bucket i (control word
+// raw, naming it): an insert becomes a tombstone (never empty: that could
+// cut the probe sequences that pass through it); an update or a delete is
+// undone (the old copy stays active, the lock is dropped). The version
+// moves on in both, so a reader that read across the writer's work reads
+// again. It is a CAS from raw: a bucket that changed meanwhile is left
+// alone. It reports whether it changed the bucket.
+func (m *HashMap) rollBack(i, raw uint64) bool {
+	w := layout.UnpackHashMapWord(raw)
+	if w.Owner == 0 {
+		return false
+	}
+	next := w.Next()
+	next.Owner = 0
+	switch w.State {
+	case layout.BucketInserting:
+		next.State = layout.BucketTombstone
+	case layout.BucketFull:
+	default:
+		return false
+	}
+	if !m.ctl(i).CompareAndSwap(raw, next.Pack()) {
+		return false
+	}
+	m.rolledBack.Add(1)
+	return true
+}
+
+// rollBackDeadInserts rolls back the inserting buckets of writers proven
+// dead, for an insert that found no free bucket. It judges each owner once.
+func (m *HashMap) rollBackDeadInserts() int {
+	verdict := map[uint16]bool{}
+	n := 0
+	for i := uint64(0); i < m.lay.Capacity; i++ {
+		raw := m.ctl(i).Load()
+		w := layout.UnpackHashMapWord(raw)
+		if w.State != layout.BucketInserting || w.Validate(&m.lay) != nil {
+			continue
+		}
+		dead, ok := verdict[w.Owner]
+		if !ok {
+			dead = m.stampDead(w.Owner)
+			verdict[w.Owner] = dead
+		}
+		if dead && m.rollBack(i, raw) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,250 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// HashMapProblem classifies a bucket or home lock found by Scan.
+type HashMapProblem uint8
+
+const (
+	HashMapOK             HashMapProblem = iota // unlocked, or held by a participant not proven dead
+	HashMapOrphanedInsert                       // inserting, its writer dead: Repair makes it a tombstone
+	HashMapOrphanedLock                         // full and locked by a dead writer (an update or a delete): Repair unlocks it, the old value kept
+	HashMapOrphanedHome                         // a home lock held by a dead participant: Repair releases it
+	HashMapCorrupt                              // a word no map operation writes
+)
+
+var hashMapProblemNames = [...]string{"ok", "orphaned insert", "orphaned lock", "orphaned home lock", "corrupt"}
+
+func (p HashMapProblem) String() string {
+	if int(p) < len(hashMapProblemNames) {
+		return hashMapProblemNames[p]
+	}
+	return fmt.Sprintf("problem(%d)", uint8(p))
+}
+
+// HashMapBucketReport describes one bucket that is locked, being inserted
+// or corrupt.
+type HashMapBucketReport struct {
+	Index   uint64
+	Raw     uint64 // the control word
+	Word    layout.HashMapWord
+	Problem HashMapProblem
+	Owner   int           // participant index of the writer holding it, -1 for none
+	OwnerID shm.ProcessID // the owner's identity as the table records it
+	Alive   bool          // the owner is not proven dead
+	Err     string        // why the bucket is corrupt
+}
+
+// HashMapHomeLockReport describes one held home lock.
+type HashMapHomeLockReport struct {
+	Bucket   uint64 // the home bucket whose lock word this is
+	Raw      uint64
+	Holder   int           // participant index, -1 when the word names none
+	HolderID shm.ProcessID // the holder's identity as the table records it
+	Alive    bool          // the holder is alive: its entry still has the generation the word records and is not proven dead
+	Problem  HashMapProblem
+}
+
+// HashMapScanReport is what Scan finds. It is a value: tools print it.
+type HashMapScanReport struct {
+	Path      string
+	Counters  HashMapCounters
+	Peers     []PeerStatus
+	States    map[layout.BucketState]int // buckets in each state (corrupt ones not counted)
+	Buckets   []HashMapBucketReport      // every bucket that is locked, inserting or corrupt
+	HomeLocks []HashMapHomeLockReport    // every held home lock
+	Problems  int                        // orphaned or corrupt buckets and home locks
+	Corrupt   int
+}
+
+// Scan reads the whole map and reports every locked or half-inserted
+// bucket with its owner and whether that owner is proven dead, every held
+// home lock, and every corrupt word. It changes nothing and works on
+// read-only maps; values read from the mapping are validated, never
+// trusted. Under live writers it is a snapshot of each word, not a
+// consistent cut.
+func (m *HashMap) Scan() HashMapScanReport {
+	rep := HashMapScanReport{Path: m.Path(), Counters: m.Counters(), States: map[layout.BucketState]int{}}
+	if m.area == nil {
+		return rep
+	}
+	rep.Peers = m.Peers()
+	for i := uint64(0); i < m.lay.Capacity; i++ {
+		br := m.classifyBucket(i, rep.Peers)
+		switch {
+		case br.Problem == HashMapCorrupt:
+			rep.Corrupt++
+		default:
+			rep.States[br.Word.State]++
+		}
+		if br.Problem != HashMapOK || br.Word.Owner != 0 {
+			rep.Buckets = append(rep.Buckets, br)
+		}
+		if br.Problem != HashMapOK {
+			rep.Problems++
+		}
+		if v := m.home(i).Load(); v != 0 {
+			hr := m.classifyHome(i, v, rep.Peers)
+			rep.HomeLocks = append(rep.HomeLocks, hr)
+			if hr.Problem != HashMapOK {
+				rep.Problems++
+			}
+			if hr.Problem == HashMapCorrupt {
+				rep.Corrupt++
+			}
+		}
+	}
+	return rep
+}
+
+func (m *HashMap) classifyBucket(i uint64, peers []PeerStatus) HashMapBucketReport {
+	ctl := m.ctl(i)
+	raw := ctl.Load()
+	w := layout.UnpackHashMapWord(raw)
+	br := HashMapBucketReport{Index: i, Raw: raw, Word: w, Owner: int(w.Owner) - 1, Alive: true}
+	if err := w.Validate(&m.lay); err != nil {
+		br.Problem, br.Err = HashMapCorrupt, err.Error()
+		return br
+	}
+	if w.State == layout.BucketFull {
+		// The active copy's length and the key's length are stable while
+		// the word is; a change means a writer, not corruption.
+		kl, vl := m.keyLen(i).Load(), m.valueLen(i, w.Active).Load()
+		if err := m.lay.CheckLengths(kl, vl); err != nil && ctl.Load() == raw {
+			br.Problem, br.Err = HashMapCorrupt, err.Error()
+			return br
+		}
+	}
+	if br.Owner < 0 {
+		return br
+	}
+	p := peers[br.Owner]
+	br.OwnerID, br.Alive = p.ID, !p.Dead
+	if p.State == "free" || (p.State == "claiming" && !p.Dead) {
+		// An owner stamp naming an unused entry: no process can be proven
+		// to own it, and no repair may guess.
+		br.Problem, br.Err, br.Alive = HashMapCorrupt, "owner entry is "+p.State, false
+		return br
+	}
+	if p.Dead {
+		if w.State == layout.BucketInserting {
+			br.Problem = HashMapOrphanedInsert
+		} else {
+			br.Problem = HashMapOrphanedLock
+		}
+	}
+	return br
+}
+
+func (m *HashMap) classifyHome(i, v uint64, peers []PeerStatus) HashMapHomeLockReport {
+	hr := HashMapHomeLockReport{Bucket: i, Raw: v, Holder: -1}
+	stamp := v & 0xffff
+	if stamp == 0 || stamp > m.lay.Participants || v>>40 != 0 {
+		hr.Problem = HashMapCorrupt
+		return hr
+	}
+	hr.Holder = int(stamp - 1)
+	hr.HolderID = peers[hr.Holder].ID
+	if hr.Alive = m.holderAlive(v); !hr.Alive {
+		hr.Problem = HashMapOrphanedHome
+	}
+	return hr
+}
+
+// HashMapRepairReport says what Repair did.
+type HashMapRepairReport struct {
+	DeadPeers      []PeerStatus // participants proven dead and freed
+	Inserts        int          // half-done inserts made tombstones
+	Locks          int          // half-done updates and deletes undone (old value kept)
+	HomeLocks      int          // home locks of dead holders released
+	CorruptBuckets int          // corrupt control words left alone
+}
+
+// Changed reports whether the repair changed anything.
+func (rr HashMapRepairReport) Changed() bool {
+	return len(rr.DeadPeers)+rr.Inserts+rr.Locks+rr.HomeLocks > 0
+}
+
+// Repair rolls back what dead participants left behind: a half-done
+// insert becomes a tombstone, a half-done update or delete is undone (the
+// entry keeps its old value), home locks they held are released, and
+// their table entries are freed. It acts only on proof of death (pid and
+// start time, or an earlier boot), never on a timeout, so it is safe while
+// live processes use the map; every change is a CAS from the exact word
+// that names the dead owner, with the version bumped so that readers that
+// read across it read again. It is idempotent. One repairer runs at a time
+// (ErrRepairBusy otherwise); a repairer that died holding that role is
+// replaced on proof of death.
+//
+// Writers do not depend on it: one that needs a bucket or home lock a dead
+// writer left rolls it back itself, and a process attaching in a dead
+// participant's entry rolls back what that participant left.
+func (m *HashMap) Repair() (HashMapRepairReport, error) {
+	var rep HashMapRepairReport
+	if m.self == 0 || m.area == nil {
+		return rep, ErrNotAttached
+	}
+	if !m.lockRepair() {
+		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, m.Path())
+	}
+	defer m.unlockRepair()
+	// 1. Prove deaths. An entry marked dead stays dead until its buckets
+	// are rolled back, so an interrupted repair is finished by the next.
+	dead, reports := m.markDead()
+	rep.DeadPeers = reports
+	shm.CrashPoint("hashmap.repair.after-mark")
+	// 2. Roll back every bucket a dead participant holds, and release
+	// home locks whose holders are gone.
+	for i := uint64(0); i < m.lay.Capacity; i++ {
+		raw := m.ctl(i).Load()
+		w := layout.UnpackHashMapWord(raw)
+		switch {
+		case w.Validate(&m.lay) != nil:
+			rep.CorruptBuckets++
+		case w.Owner != 0 && dead[w.Owner-1] && m.rollBack(i, raw):
+			if w.State == layout.BucketInserting {
+				rep.Inserts++
+			} else {
+				rep.Locks++
+			}
+			shm.CrashPoint("hashmap.repair.after-rollback")
+		}
+		hl := m.home(i)
+		if v := hl.Load(); v != 0 && !m.holderAlive(v) && hl.CompareAndSwap(v, 0) {
+			m.homeTakeovers.Add(1)
+			rep.HomeLocks++
+		}
+	}
+	// 3. Free the dead entries: nothing refers to them any more.
+	m.freeDead(dead, make([]bool, len(dead)))
+	if rep.Changed() {
+		m.repairs.Add(1)
+	}
+	return rep, nil
+}
+
+// reclaimStamp is attach's recovery: before this process activates the
+// table entry stamp (free, or taken over from a participant proven dead),
+// it rolls back every bucket still stamped with it and releases every home
+// lock naming the entry, whatever generation it records (prevGen, the
+// last owner's, or an earlier one's: the entry is not active under any of
+// them now). Nothing can be stamped with the entry meanwhile but by its
+// dead previous owners, so everything found is theirs.
+func (m *HashMap) reclaimStamp(stamp uint16, prevGen uint32) bool {
+	for i := uint64(0); i < m.lay.Capacity; i++ {
+		raw := m.ctl(i).Load()
+		if w := layout.UnpackHashMapWord(raw); w.Owner == stamp && w.Validate(&m.lay) == nil {
+			m.rollBack(i, raw)
+		}
+		hl := m.home(i)
+		if v := hl.Load(); v != 0 && v&0xffff == uint64(stamp) && v>>40 == 0 && hl.CompareAndSwap(v, 0) {
+			m.homeTakeovers.Add(1)
+		}
+	}
+	return true
+}
