@@ -1,0 +1,251 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// FuzzDequeMemory treats a deque file as hostile input, as FuzzRingMemory
+// does a ring's (same input format and modes): a live deque with messages
+// in mixed states has the input written over its area or header, then a
+// thief and the owner run every operation. Nothing may panic, hang or fail
+// with an undocumented error.
+func FuzzDequeMemory(f *testing.F) {
+	for _, s := range fuzzDequeSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 3 {
+			return
+		}
+		fuzzDequeOnce(t, data)
+	})
+}
+
+func fuzzDequeSeeds() [][]byte {
+	l, err := layout.NewDequeLayout(fuzzRingConfig.geometry())
+	if err != nil {
+		panic(err)
+	}
+	slot := func(i uint64) int { return int(l.SlotOff(i)) }
+	word := func(w layout.SlotWord) []byte { return fuzzLE64(w.Pack()) }
+	var deadPeer []byte
+	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 3, PID: 0x7ffffff0}.Pack(), 1, 0, 1} {
+		deadPeer = append(deadPeer, fuzzLE64(v)...)
+	}
+	return [][]byte{
+		fuzzSeed(0, 0, make([]byte, 64)),                    // bottom and the owner's counters zeroed
+		fuzzSeed(layout.DequeOffTop, 0, fuzzLE64(1<<40)),    // top far past bottom
+		fuzzSeed(layout.DequeOffBottom, 0, fuzzLE64(1<<40)), // bottom far past top
+		fuzzSeed(layout.DequeOffBottom, 0, fuzzLE64(1)),     // bottom below top
+		fuzzSeed(layout.DequeOffOwner, 0, fuzzLE64(0)),      // no owner
+		fuzzSeed(layout.DequeOffOwner, 0, fuzzLE64(2)),      // owner: the thief's entry, wrong generation
+		fuzzSeed(layout.DequeOffPending, 0, fuzzLE64(1<<63)),
+		fuzzSeed(layout.DequeOffRepairLock, 0, fuzzLE64(0x3ff)),
+		fuzzSeed(0, 0, make([]byte, int(l.BodySize))),
+		fuzzSeed(0, fuzzRelease, fuzzRepeat(0xff, 1100)),
+		fuzzSeed(slot(2), 0, word(layout.SlotWord{State: layout.SlotReturned, Deliveries: 2, Length: 9})),
+		fuzzSeed(slot(2), 0, word(layout.SlotWord{State: layout.SlotReading, Owner: 1, Length: 2})), // "owner popping" in the middle
+		fuzzSeed(slot(3), fuzzShortBuf, word(layout.SlotWord{State: layout.SlotReady, Deliveries: 15, Length: 56})),
+		fuzzSeed(slot(4), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 3, Length: 0})),
+		fuzzSeed(int(l.ParticipantOff(2)), 0, deadPeer),
+		fuzzSeed(layout.DequeOffNotEmptyW, fuzzBlocking, fuzzLE64(1)),
+		fuzzSeed(layout.OffKind, fuzzHeader, []byte{2}), // a ring's kind: does not open as a deque
+		fuzzSeed(layout.OffReady, fuzzHeader, make([]byte, 4)),
+	}
+}
+
+func fuzzDequeOnce(t *testing.T, data []byte) {
+	path := ringPath(t)
+	d, err := CreateDeque(path, fuzzRingConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			d.Close()
+		}
+	}()
+	// Mixed states: a lease held by the owner's handle at the top, a
+	// stolen and freed slot, a returned message, ready messages.
+	for _, m := range []string{"m0", "m1", "m2", "m3", "m4"} {
+		if err := d.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := d.TryClaim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := d.TryClaim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Release(l2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.TrySteal(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+
+	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
+	hdr := d.Header()
+	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
+	if mode&fuzzHeader != 0 {
+		base, span = 0, int(hdr.HeaderSize)
+	}
+	off %= span
+	patch = patch[:min(len(patch), span-off)]
+	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
+		t.Fatal(err)
+	}
+	mustFail := false
+	if mode&fuzzHeader != 0 {
+		img, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, derr := layout.DecodeFile(img)
+		mustFail = derr != nil || h.Kind != layout.KindDeque || !h.IsReady()
+	}
+	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
+
+	fuzzRun(t, func(step func(string)) (problems []string) {
+		bad := func(what string, err error, also ...error) {
+			if !fuzzErrOK(err, append(also, ErrNotOwner, ErrOwnerAlive)...) {
+				problems = append(problems, fmt.Sprintf("%s: unexpected error %v", what, err))
+			}
+		}
+		check := func(ok bool, format string, args ...any) {
+			if !ok {
+				problems = append(problems, fmt.Sprintf(format, args...))
+			}
+		}
+		buf := make([]byte, 4096)
+		checkScan := func(rep DequeScanReport, q *Deque) {
+			total := rep.Corrupt
+			for s, n := range rep.States {
+				check(s.Valid(), "Scan counted invalid state %d", s)
+				total += n
+			}
+			check(uint64(total) == q.Capacity(), "Scan accounted for %d of %d slots", total, q.Capacity())
+			for _, s := range rep.Slots {
+				check(s.Index < q.Capacity(), "Scan reported slot %d", s.Index)
+			}
+		}
+
+		step("OpenDequeReadOnly")
+		ro, err := OpenDequeReadOnly(path, openOpts...)
+		check(mustFail == (err != nil), "OpenDequeReadOnly: %v, header should fail: %v", err, mustFail)
+		bad("OpenDequeReadOnly", err)
+		if err == nil {
+			step("read-only Scan")
+			checkScan(ro.Scan(), ro)
+			ro.Len()
+			check(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
+			bad("read-only Close", ro.Close())
+		}
+
+		step("OpenDeque")
+		o, err := OpenDeque(path, openOpts...)
+		check(!mustFail || err != nil, "OpenDeque accepted a header that does not decode")
+		bad("OpenDeque", err)
+		if err == nil {
+			maxN := o.MaxPayload()
+			for k := 0; k < 5; k++ {
+				step("Scan")
+				checkScan(o.Scan(), o)
+				step("TryPop (steal)")
+				pb := buf
+				if mode&fuzzShortBuf != 0 && k == 0 {
+					pb = buf[:1]
+				}
+				n, err := o.TryPop(pb)
+				bad("TryPop", err)
+				check(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes", n)
+				step("TryClaim")
+				l, err := o.TryClaim()
+				bad("TryClaim", err)
+				if err == nil {
+					check(len(l.Data()) <= maxN && l.Slot() < o.Capacity(), "lease of %d bytes in slot %d", len(l.Data()), l.Slot())
+					if (k+int(mode))%2 == 0 {
+						bad("Ack", o.Ack(l))
+					} else {
+						bad("Release", o.Release(l))
+					}
+				}
+				step("TakePoisoned")
+				_, _, err = o.TakePoisoned(buf)
+				bad("TakePoisoned", err)
+				step("TakeReturned")
+				_, err = o.TakeReturned(buf)
+				bad("TakeReturned", err)
+				step("Repair")
+				_, err = o.Repair()
+				bad("Repair", err)
+			}
+			if mode&fuzzBlocking != 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				step("Steal")
+				_, err := o.Steal(ctx, buf)
+				bad("Steal", err, context.DeadlineExceeded)
+				step("Claim")
+				if l, err := o.Claim(ctx); err == nil {
+					bad("Ack", o.Ack(l))
+				} else {
+					bad("Claim", err, context.DeadlineExceeded)
+				}
+				cancel()
+			}
+		}
+
+		// The owner on the patched deque.
+		step("owner Release")
+		bad("owner Release", d.Release(lease))
+		for k := 0; k < 4; k++ {
+			step("owner TryPush")
+			bad("owner TryPush", d.TryPush([]byte{byte(k)}))
+			step("owner TryPop")
+			n, err := d.TryPop(buf)
+			bad("owner TryPop", err)
+			check(n <= d.MaxPayload(), "owner TryPop returned %d bytes", n)
+		}
+		if mode&fuzzBlocking != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			step("owner Push")
+			bad("owner Push", d.Push(ctx, []byte("blocking")), context.DeadlineExceeded)
+			cancel()
+		}
+		if o != nil {
+			step("Close")
+			bad("Close", o.Close())
+			step("Adopt after the owner closes")
+		}
+		step("owner Close")
+		closed = true
+		bad("owner Close", d.Close())
+		if o != nil {
+			o2, err := OpenDeque(path, openOpts...)
+			bad("reopen", err)
+			if err == nil {
+				step("Adopt")
+				_, err = o2.Adopt()
+				bad("Adopt", err)
+				step("adopter TryPush/TryPop")
+				bad("adopter TryPush", o2.TryPush([]byte("z")))
+				_, err = o2.TryPop(buf)
+				bad("adopter TryPop", err)
+				bad("adopter Close", o2.Close())
+			}
+		}
+		return problems
+	})
+}
