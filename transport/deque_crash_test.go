@@ -33,6 +33,7 @@ const dequeHelperTest = "TestDequeHelperProcess"
 //	release  claim one message and release it
 //	repair   run Repair
 //	adopt    run Adopt
+//	thief    steal (Steal or, with LEASE=1, Claim+Ack) until id 0 ("got ID")
 func TestDequeHelperProcess(t *testing.T) {
 	role, ok := proctest.Role()
 	if !ok || !strings.HasPrefix(role, "deque-") {
@@ -117,6 +118,34 @@ func dequeChild(role string) error {
 				return err
 			}
 			fmt.Printf("acked %d\n", id)
+		}
+	case "thief":
+		for {
+			var id uint64
+			if os.Getenv("LEASE") == "1" {
+				l, err := d.Claim(ctx)
+				if err != nil {
+					return err
+				}
+				if id, err = decodeMsg(l.Data()); err != nil {
+					return err
+				}
+				if err := d.Ack(l); err != nil {
+					return err
+				}
+			} else {
+				n, err := d.Steal(ctx, buf)
+				if err != nil {
+					return err
+				}
+				if id, err = decodeMsg(buf[:n]); err != nil {
+					return err
+				}
+			}
+			if id == 0 {
+				break
+			}
+			fmt.Printf("got %d\n", id)
 		}
 	case "repair":
 		if _, err := d.Repair(); err != nil {
@@ -349,5 +378,57 @@ func TestDequeTakeOverDeadThiefEntry(t *testing.T) {
 	got := drainDeque(t, th)
 	if len(got) != 3 {
 		t.Fatalf("drained %v", got)
+	}
+}
+
+// One owner process (this one) and thief processes sharing one deque: every
+// message is taken exactly once, intact, whether the owner pops some of
+// them itself or not.
+func TestDequeAcrossProcesses(t *testing.T) {
+	const n = 20000
+	d := newDeque(t, DequeConfig{Capacity: 256})
+	var children []*proctest.Child
+	for i, lease := range []string{"0", "1"} {
+		_ = i
+		children = append(children, proctest.StartTimeout(t, 60*time.Second, dequeHelperTest, "deque-thief",
+			"SHMKIT_TEST_PATH="+d.Path(), "LEASE="+lease))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	count := map[uint64]int{}
+	buf := make([]byte, d.MaxPayload())
+	for id := uint64(1); id <= n; id++ {
+		if err := d.Push(ctx, encodeMsg(id)); err != nil {
+			t.Fatal(err)
+		}
+		if id%7 == 0 { // the owner keeps some of its work
+			if m, err := d.TryPop(buf); err == nil {
+				got, err := decodeMsg(buf[:m])
+				if err != nil {
+					t.Fatal(err)
+				}
+				count[got]++
+			}
+		}
+	}
+	for range children {
+		if err := d.Push(ctx, encodeMsg(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range children {
+		c.MustSucceed(t)
+		out, _ := c.Output()
+		for _, id := range childLog(out)["got"] {
+			count[id]++
+		}
+	}
+	for id := uint64(1); id <= n; id++ {
+		if count[id] != 1 {
+			t.Fatalf("message %d taken %d times", id, count[id])
+		}
+	}
+	if len(count) != n {
+		t.Fatalf("%d distinct messages taken, want %d", len(count), n)
 	}
 }
