@@ -40,17 +40,17 @@ type Deque struct {
 	area shm.Words
 	mask uint64
 
-	bottom, pushed, fullHits, ownerPopped  *atomic.Uint64
-	top, stolen, emptyHits                 *atomic.Uint64
-	correlation, claimed, acked, returned  *atomic.Uint64
-	poisoned, abandoned, repairs, adopted  *atomic.Uint64
-	rolledBack, ownerWord, pending         *atomic.Uint64
-	notEmptySeq, notEmptyW                 *atomic.Uint32
-	notFullSeq, notFullW                   *atomic.Uint32
-	peerTable                              // participants, the repair lock, and our entry (self)
-	id                                     uint64
-	ownerMu                                sync.Mutex // serializes this handle's owner operations
-	owner                                  atomic.Bool
+	bottom, pushed, fullHits, ownerPopped *atomic.Uint64
+	top, stolen, emptyHits                *atomic.Uint64
+	correlation, claimed, acked, returned *atomic.Uint64
+	poisoned, abandoned, repairs, adopted *atomic.Uint64
+	rolledBack, ownerWord, pending        *atomic.Uint64
+	notEmptySeq, notEmptyW                *atomic.Uint32
+	notFullSeq, notFullW                  *atomic.Uint32
+	peerTable                             // participants, the repair lock, and our entry (self)
+	id                                    uint64
+	ownerMu                               sync.Mutex // serializes this handle's owner operations
+	owner                                 atomic.Bool
 }
 
 // CreateDeque creates a deque file at path (a bare name lives in /dev/shm).

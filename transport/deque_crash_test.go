@@ -243,7 +243,9 @@ func TestDequeCrashPoints(t *testing.T) {
 		{"ack before free", true, []step{{"claim", "deque.ack.before-free", 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Requeued == 1, "returned 1") }},
 		{"return after mark", true, []step{{"release", "deque.return.after-mark", 1, nil}}, false,
-			func(r RepairReport) string { return want(len(r.DeadPeers) == 1 && r.Requeued == 0, "dead peer, nothing to return") }},
+			func(r RepairReport) string {
+				return want(len(r.DeadPeers) == 1 && r.Requeued == 0, "dead peer, nothing to return")
+			}},
 		{"repairer dies", false, []step{owner("deque.pop.after-take", 1, "POP=1"), {"repair", "deque.repair.after-fix-bottom", 1, nil}}, true,
 			func(r RepairReport) string { return want(r.OwnerDied, "owner died (finished by the second repair)") }},
 		{"adopter dies", false, []step{owner("deque.push.after-write", 3), {"adopt", "deque.adopt.after-fix-bottom", 1, nil}}, true,

@@ -198,4 +198,3 @@ func (d *Deque) Adopt() (RepairReport, error) {
 	d.wakeIfWaiting()
 	return rep, nil
 }
-
