@@ -592,40 +592,64 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestHashMapNoDuplicateInserts: handles racing to insert the same new
-// keys: each key is inserted exactly once.
+// TestHashMapNoDuplicateInserts: in each round, handles start together
+// and race to insert the same absent keys, in the same order. Each key
+// must be reported inserted exactly once and be in one bucket (a second
+// bucket is what two writers that both found the key absent would make).
+// Large values make an insert take a few µs of copying between claim and
+// publish, so racing writers meet inside it.
 func TestHashMapNoDuplicateInserts(t *testing.T) {
-	const keys = 40
-	m := newHashMap(t, HashMapConfig{Capacity: 64, KeySize: 16, ValueSize: 16, Participants: 8})
-	var inserted [keys]atomic.Int32
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		h := m
-		if w > 0 {
-			h = openHashMap(t, m.Path())
+	const keys, workers, vs = 4, 4, 16 << 10
+	rounds := 300
+	if raceEnabled {
+		rounds = 60
+	}
+	m := newHashMap(t, HashMapConfig{Capacity: 16, KeySize: 16, ValueSize: vs, Participants: 8})
+	handles := []*HashMap{m}
+	for len(handles) < workers {
+		handles = append(handles, openHashMap(t, m.Path()))
+	}
+	value := make([]byte, vs)
+	for r := 0; r < rounds; r++ {
+		var inserted [keys]atomic.Int32
+		var ready, done sync.WaitGroup
+		start := make(chan struct{})
+		for _, h := range handles {
+			ready.Add(1)
+			done.Add(1)
+			go func(h *HashMap) {
+				defer done.Done()
+				ready.Done()
+				<-start
+				for k := 0; k < keys; k++ {
+					ins, err := h.Put(hmKey(uint32(r*keys+k)), value)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ins {
+						inserted[k].Add(1)
+					}
+				}
+			}(h)
 		}
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for k := uint32(0); k < keys; k++ {
-				ins, err := h.Put(hmKey(k), []byte{byte(w)})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if ins {
-					inserted[k].Add(1)
-				}
+		ready.Wait()
+		close(start)
+		done.Wait()
+		seen := map[string]int{}
+		m.Range(func(k, v []byte) bool { seen[string(k)]++; return true })
+		for k := range inserted {
+			if n, b := inserted[k].Load(), seen[string(hmKey(uint32(r*keys+k)))]; n != 1 || b != 1 {
+				t.Fatalf("round %d: key %d reported inserted %d times, in %d buckets", r, k, n, b)
 			}
-		}(w)
-	}
-	wg.Wait()
-	for k := range inserted {
-		if n := inserted[k].Load(); n != 1 {
-			t.Errorf("key %d inserted %d times", k, n)
+		}
+		for k := 0; k < keys; k++ {
+			if err := m.Delete(hmKey(uint32(r*keys + k))); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if m.Len() != keys || m.Counters().Inserts != keys {
-		t.Fatalf("Len %d, counters %+v", m.Len(), m.Counters())
+	if m.Len() != 0 {
+		t.Fatalf("Len %d after deleting everything", m.Len())
 	}
 }
