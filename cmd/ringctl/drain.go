@@ -47,7 +47,9 @@ func drainCommand() *cli.Command {
 			"repair brings back what it held. --exec and --heartbeat imply --lease. With --exec, messages\n" +
 			"are printed (after their command succeeded) only if --format is given. The command's output\n" +
 			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n" +
-			"--poisoned takes the messages set aside as poison instead (their position is not known).",
+			"--poisoned takes the messages set aside as poison instead (their position is not known).\n" +
+			"A deque is drained from the top as a thief, also while its owner is alive (ringctl never\n" +
+			"owns a deque); returned messages come first. --heartbeat applies to rings only.",
 		ArgsUsage: "PATH [--max N] [--format text|hex|json] [--follow] [--lease [--heartbeat HB] [--exec CMD]] [--poisoned]",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
@@ -67,12 +69,27 @@ func drainCommand() *cli.Command {
 type drainedJSON struct {
 	Pos        *uint64 `json:"pos"`
 	Len        int     `json:"len"`
-	Deliveries int     `json:"deliveries"`
+	Deliveries *int    `json:"deliveries"`
 	DataHex    string  `json:"data_hex"`
 }
 
+// drainQueue is what drain needs of a ring or a deque (a deque's TryClaim
+// and Claim take from the top, as a thief: ringctl never owns a deque).
+type drainQueue interface {
+	TryClaim() (transport.Lease, error)
+	Claim(ctx context.Context) (transport.Lease, error)
+	Ack(l transport.Lease) error
+	Release(l transport.Lease) error
+	TakePoisoned(buf []byte) (n, deliveries int, err error)
+	MaxPayload() int
+	ID() uint64
+	Close() error
+}
+
 type drainer struct {
-	ring    *transport.Ring
+	q       drainQueue
+	deque   *transport.Deque // the same as q for a deque, else nil
+	front   func() uint64    // the ring's head or the deque's top, for positions
 	lay     layout.RingLayout
 	path    string
 	out     io.Writer
@@ -114,15 +131,36 @@ func runDrain(c *cli.Context, path string) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	r, err := openAttached(c, path)
+	kind, err := fileKind(c, path)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	d.ring = r
-	if d.lay, err = ringLayout(path, r.Header()); err != nil {
-		return err
+	var q drainQueue
+	if kind == layout.KindDeque {
+		if c.IsSet("heartbeat") {
+			return cliutil.Usage("drain: --heartbeat applies to rings (a watchdog repairs rings only); %s is a deque", path)
+		}
+		dq, err := openDequeAttached(c, path)
+		if err != nil {
+			return err
+		}
+		defer dq.Close()
+		q, d.deque, d.front = dq, dq, func() uint64 { return dq.Counters().Top }
+		if d.lay, err = dequeLayout(path, dq.Header()); err != nil {
+			return err
+		}
+	} else {
+		r, err := openAttached(c, path)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		q, d.front = r, func() uint64 { return r.Counters().Head }
+		if d.lay, err = ringLayout(path, r.Header()); err != nil {
+			return err
+		}
 	}
+	d.q = q
 	if c.Bool("poisoned") {
 		err = d.poisoned(c.Context, c.Int("max"))
 	} else {
@@ -141,7 +179,7 @@ func runDrain(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.Close(); err != nil {
+	if err := q.Close(); err != nil {
 		return fileErr(path, err)
 	}
 	if d.failed > 0 {
@@ -164,12 +202,14 @@ func (d *drainer) run(ctx context.Context, max int, follow bool) error {
 		var l transport.Lease
 		var err error
 		if follow {
-			l, err = d.ring.Claim(ctx)
+			l, err = d.q.Claim(ctx)
 		} else {
-			l, err = d.ring.TryClaim()
+			l, err = d.q.TryClaim()
 		}
 		switch {
 		case err == nil:
+		case errors.Is(err, transport.ErrEmpty) && d.deque != nil && !d.lease && !follow:
+			return d.returned(ctx, max)
 		case errors.Is(err, transport.ErrEmpty), ctx.Err() != nil:
 			return nil
 		default:
@@ -190,32 +230,32 @@ func (d *drainer) run(ctx context.Context, max int, follow bool) error {
 // succeeded, before it is printed (if --format asks).
 func (d *drainer) handle(l transport.Lease) error {
 	data := bytes.Clone(l.Data()) // the lease aliases the mapping until Ack
-	pos := position(&d.lay, l.Slot(), l.Lap(), d.ring.Counters().Head)
+	pos := position(&d.lay, l.Slot(), l.Lap(), d.front())
 	if !d.lease {
-		if err := d.ring.Ack(l); err != nil {
+		if err := d.q.Ack(l); err != nil {
 			return fileErr(d.path, err)
 		}
-		err := d.emit(&pos, data, l.Deliveries)
+		err := d.emit(&pos, data, &l.Deliveries)
 		if errors.Is(err, syscall.EPIPE) {
 			return fileErr(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (use --lease with a reader that may stop early)", pos))
 		}
 		return err
 	}
 	if d.member != nil {
-		ref, err := d.member.RecordLease(d.ring.ID(), l.Slot(), l.Lap(), l.Deliveries)
+		ref, err := d.member.RecordLease(d.q.ID(), l.Slot(), l.Lap(), l.Deliveries)
 		if err != nil {
 			return errors.Join(fileErr(d.path, err), d.release(l))
 		}
 		defer d.member.ClearLease(ref)
 	}
 	if d.cmd == "" {
-		if err := d.emit(&pos, data, l.Deliveries); err != nil {
+		if err := d.emit(&pos, data, &l.Deliveries); err != nil {
 			if rerr := d.release(l); rerr != nil || !errors.Is(err, syscall.EPIPE) {
 				return errors.Join(err, rerr)
 			}
 			return errOutputClosed // released: the next reader gets it
 		}
-		return fileErr(d.path, d.ring.Ack(l))
+		return fileErr(d.path, d.q.Ack(l))
 	}
 	ok, err := d.exec(data, pos, l.Deliveries)
 	switch {
@@ -225,20 +265,20 @@ func (d *drainer) handle(l transport.Lease) error {
 		d.failed++
 		return d.release(l)
 	}
-	if err := d.ring.Ack(l); err != nil {
+	if err := d.q.Ack(l); err != nil {
 		return fileErr(d.path, err)
 	}
 	if !d.print {
 		return nil
 	}
-	if err = d.emit(&pos, data, l.Deliveries); errors.Is(err, syscall.EPIPE) {
+	if err = d.emit(&pos, data, &l.Deliveries); errors.Is(err, syscall.EPIPE) {
 		return errOutputClosed
 	}
 	return err
 }
 
 func (d *drainer) release(l transport.Lease) error {
-	return fileErr(d.path, d.ring.Release(l))
+	return fileErr(d.path, d.q.Release(l))
 }
 
 // exec runs the command on one message. ok is false when it ran and
@@ -289,7 +329,7 @@ func messageFile(data []byte) (*os.File, error) {
 }
 
 // emit prints one message in the chosen format.
-func (d *drainer) emit(pos *uint64, data []byte, deliveries int) error {
+func (d *drainer) emit(pos *uint64, data []byte, deliveries *int) error {
 	var line []byte
 	switch d.format {
 	case "text":
@@ -309,19 +349,46 @@ func (d *drainer) emit(pos *uint64, data []byte, deliveries int) error {
 
 // poisoned takes the poisoned messages out of the ring and prints them.
 func (d *drainer) poisoned(ctx context.Context, max int) error {
-	buf := make([]byte, d.ring.MaxPayload())
+	buf := make([]byte, d.q.MaxPayload())
 	for ; max == 0 || d.handled < max; d.handled++ {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n, deliveries, err := d.ring.TakePoisoned(buf)
+		n, deliveries, err := d.q.TakePoisoned(buf)
 		switch {
 		case errors.Is(err, transport.ErrEmpty):
 			return nil
 		case err != nil:
 			return fileErr(d.path, err)
 		}
-		if err := d.emit(nil, buf[:n], deliveries); err != nil {
+		if err := d.emit(nil, buf[:n], &deliveries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// returned takes, once a deque's top is drained, the returned messages no
+// claim found (the pending hint was short after a crash): TakeReturned
+// frees each at once, so only plain drains (no --lease) take them. Their
+// position and delivery count are not known.
+func (d *drainer) returned(ctx context.Context, max int) error {
+	buf := make([]byte, d.q.MaxPayload())
+	for ; max == 0 || d.handled < max; d.handled++ {
+		if ctx.Err() != nil {
+			return nil
+		}
+		n, err := d.deque.TakeReturned(buf)
+		switch {
+		case errors.Is(err, transport.ErrEmpty):
+			return nil
+		case err != nil:
+			return fileErr(d.path, err)
+		}
+		if err := d.emit(nil, buf[:n], nil); err != nil {
+			if errors.Is(err, syscall.EPIPE) {
+				return fileErr(d.path, errors.New("output closed: a returned message was taken and is lost"))
+			}
 			return err
 		}
 	}

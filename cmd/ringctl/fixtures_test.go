@@ -103,7 +103,112 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	le.PutUint64(b[l0+layout.HBLeaseClaimed:], 1)
 	le.PutUint64(b[layout.HeaderSize+layout.HBOffRegistered:], 1)
 	fx["heartbeat.shm"] = b
+	addDequeFixtures(t, dir, fx)
 	return fx
+}
+
+// Fixture deque geometry: the ring's.
+var fixtureDeque = fixtureRing
+
+// addDequeFixtures adds the deque fixtures (kind 3), built like the ring's:
+//
+//	deque.shm            healthy and ownerless: "three" and "four" between
+//	                     top 2 and bottom 4, "two" returned in slot 1
+//	deque-deadowner.shm  its owner, participant 0 (pid 2147483646), died
+//	                     popping "four" at position 3: bottom is 3, slot 3
+//	                     reading, stamped with the owner
+//	deque-deadthief.shm  participant 1 (pid 2147483646) died holding a lease
+//	                     on "three" (slot 2); top moved past it to 3
+//	deque-poison.shm     "two" in slot 1 set aside as poison after 5
+//	                     deliveries instead of returned
+func addDequeFixtures(t testing.TB, dir string, fx map[string][]byte) {
+	base := buildDeque(t, dir)
+	l, err := layout.NewDequeLayout(layout.RingGeometry(8, 64, 4, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) }
+	entry := func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) }
+	area := func(off uint64) uint64 { return layout.HeaderSize + off }
+	le := binary.LittleEndian
+	fx["deque.shm"] = base
+	// deadPeer makes entry i an active entry of the dead pid, at the
+	// generation the closed handle left it (as a new attach would).
+	deadPeer := func(b []byte, i uint64, start uint64, attached time.Duration) uint32 {
+		gen := layout.UnpackPeer(le.Uint64(b[entry(i):])).Gen
+		le.PutUint64(b[entry(i):], layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: deadPID}.Pack())
+		le.PutUint64(b[entry(i)+8:], start)
+		le.PutUint64(b[entry(i)+16:], 0) // boot tag 0: only the pid proves death
+		le.PutUint64(b[entry(i)+24:], uint64(fixtureCreated+int64(attached)))
+		return gen
+	}
+
+	b := bytes.Clone(base)
+	gen := deadPeer(b, 0, 987654, time.Second)
+	le.PutUint64(b[area(layout.DequeOffOwner):], 1|uint64(gen)<<16)
+	le.PutUint64(b[slot(3):], layout.SlotWord{State: layout.SlotReading, Deliveries: 1, Owner: 1, Length: 4}.Pack())
+	le.PutUint64(b[area(layout.DequeOffBottom):], 3)
+	fx["deque-deadowner.shm"] = b
+
+	b = bytes.Clone(base)
+	deadPeer(b, 1, 987655, 2*time.Second)
+	le.PutUint64(b[slot(2):], layout.SlotWord{State: layout.SlotLeased, Deliveries: 1, Owner: 2, Length: 5}.Pack())
+	le.PutUint64(b[area(layout.DequeOffTop):], 3)
+	le.PutUint64(b[area(layout.DequeOffClaimed):], le.Uint64(b[area(layout.DequeOffClaimed):])+1)
+	fx["deque-deadthief.shm"] = b
+
+	b = bytes.Clone(base)
+	le.PutUint64(b[slot(1):], layout.SlotWord{State: layout.SlotPoisoned, Deliveries: 5, Length: 3}.Pack())
+	le.PutUint64(b[area(layout.DequeOffPending):], 0)
+	le.PutUint64(b[area(layout.DequeOffPoisoned):], 1)
+	fx["deque-poison.shm"] = b
+}
+
+// buildDeque makes the base deque: the owner pushes "one" to "five"; a
+// thief steals "one", claims "two" and releases it (returned); the owner
+// pops "five"; both handles close (the deque is left without an owner).
+func buildDeque(t testing.TB, dir string) []byte {
+	path := filepath.Join(dir, "gen-deque")
+	owner, err := transport.CreateDeque(path, fixtureDeque)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two", "three", "four", "five"} {
+		if err := owner.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thief, err := transport.OpenDeque(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, owner.MaxPayload())
+	if n, err := thief.TryPop(buf); err != nil || string(buf[:n]) != "one" {
+		t.Fatalf("steal: %q %v", buf[:n], err)
+	}
+	l, err := thief.TryClaim()
+	if err != nil || string(l.Data()) != "two" {
+		t.Fatalf("claim: %v", err)
+	}
+	if err := thief.Release(l); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := owner.TryPop(buf); err != nil || string(buf[:n]) != "five" {
+		t.Fatalf("pop: %q %v", buf[:n], err)
+	}
+	if err := thief.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := readFixed(t, path)
+	l2, _ := layout.NewDequeLayout(layout.RingGeometry(8, 64, 4, 5))
+	for i := uint64(0); i < l2.Participants; i++ { // what the closed handles' entries kept
+		off := layout.HeaderSize + l2.ParticipantOff(i)
+		clear(b[off+8 : off+layout.PeerEntrySize])
+	}
+	return b
 }
 
 // buildRing makes the base ring: "one", "two" and "three" pushed, "one"

@@ -33,7 +33,7 @@ func hexdumpCommand() *cli.Command {
 		ArgsUsage: "PATH [--header | --slot I | --range A:B]",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "header", Usage: "only the common header"},
-			&cli.IntFlag{Name: "slot", Usage: "only ring slot `I` (word and payload)"},
+			&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload)"},
 			&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
 			cliutil.AllowModeFlag(),
 		},
@@ -127,16 +127,21 @@ func runHexdump(c *cli.Context, path string) error {
 	case c.Bool("header"):
 		hi = int64(h.HeaderSize)
 	case c.IsSet("slot"):
-		if h.Kind != layout.KindRing {
-			return cliutil.Usage("hexdump: --slot applies to rings; %s is a %s", path, h.Kind)
+		var l layout.RingLayout
+		switch h.Kind {
+		case layout.KindRing:
+			l, err = ringLayout(path, h)
+		case layout.KindDeque:
+			l, err = dequeLayout(path, h)
+		default:
+			return cliutil.Usage("hexdump: --slot applies to rings and deques; %s is a %s", path, h.Kind)
 		}
-		l, err := ringLayout(path, h)
 		if err != nil {
 			return err
 		}
 		i := c.Int("slot")
 		if i < 0 || uint64(i) >= l.Capacity {
-			return cliutil.Usage("hexdump: --slot %d: the ring has slots 0 to %d", i, l.Capacity-1)
+			return cliutil.Usage("hexdump: --slot %d: the %s has slots 0 to %d", i, h.Kind, l.Capacity-1)
 		}
 		lo = int64(h.HeaderSize) + int64(l.SlotOff(uint64(i)))
 		hi = lo + int64(l.SlotSize)

@@ -17,7 +17,7 @@ import (
 func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
-		Usage:     "show a ring's header, counters and slot states (read-only)",
+		Usage:     "show a ring's or deque's header, counters and slot states (read-only)",
 		ArgsUsage: "PATH [--slots] [--json]",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free"},
@@ -30,16 +30,7 @@ func inspectCommand() *cli.Command {
 
 // inspectReport is inspect's JSON output: field names are a stable interface.
 type inspectReport struct {
-	Path         string            `json:"path"`
-	Kind         string            `json:"kind"`
-	Format       string            `json:"format"`
-	ID           string            `json:"id"`
-	Geometry     geometryJSON      `json:"geometry"`
-	FileSize     uint64            `json:"file_size"`
-	Created      string            `json:"created"`
-	CreatedNS    int64             `json:"created_ns"`
-	Creator      creatorJSON       `json:"creator"`
-	Generation   uint64            `json:"generation"`
+	fileJSON
 	Head         uint64            `json:"head"`
 	Tail         uint64            `json:"tail"`
 	Depth        uint64            `json:"depth"`
@@ -47,6 +38,34 @@ type inspectReport struct {
 	States       slotCounts        `json:"states"`
 	Participants []participantJSON `json:"participants"`
 	Slots        *[]slotJSON       `json:"slots,omitempty"`
+}
+
+// fileJSON is the part of inspect's JSON every slotted kind (ring, deque)
+// shares: the file and its header. Embedded, its fields come first.
+type fileJSON struct {
+	Path       string       `json:"path"`
+	Kind       string       `json:"kind"`
+	Format     string       `json:"format"`
+	ID         string       `json:"id"`
+	Geometry   geometryJSON `json:"geometry"`
+	FileSize   uint64       `json:"file_size"`
+	Created    string       `json:"created"`
+	CreatedNS  int64        `json:"created_ns"`
+	Creator    creatorJSON  `json:"creator"`
+	Generation uint64       `json:"generation"`
+}
+
+// fileInfo fills fileJSON from a file's header, id and slot layout.
+func fileInfo(path string, h layout.Header, id uint64, l *layout.RingLayout) fileJSON {
+	return fileJSON{
+		Path: path, Kind: h.Kind.String(), Format: fmt.Sprintf("%d.%d", h.Major, h.Minor),
+		ID: fmt.Sprintf("%016x", id),
+		Geometry: geometryJSON{Capacity: l.Capacity, SlotSize: l.SlotSize, PayloadMax: l.PayloadMax(),
+			Participants: l.Participants, DeliveryLimit: l.DeliveryLimit},
+		FileSize: h.FileSize, Created: utc(time.Unix(0, h.CreatedNano)), CreatedNS: h.CreatedNano,
+		Creator:    creatorJSON{PID: h.Creator.PID, StartTicks: h.Creator.StartTicks, BootID: bootID(h.Creator.BootID)},
+		Generation: h.Generation,
+	}
 }
 
 type geometryJSON struct {
@@ -104,6 +123,12 @@ type slotJSON struct {
 }
 
 func runInspect(c *cli.Context, path string) error {
+	switch kind, err := fileKind(c, path); {
+	case err != nil:
+		return err
+	case kind == layout.KindDeque:
+		return runInspectDeque(c, path)
+	}
 	r, err := openView(c, path)
 	if err != nil {
 		return err
@@ -133,32 +158,32 @@ func collectInspect(path string, r *transport.Ring, withSlots bool) (inspectRepo
 	scan := r.Scan()
 	cs := scan.Counters
 	rep := inspectReport{
-		Path: path, Kind: h.Kind.String(), Format: fmt.Sprintf("%d.%d", h.Major, h.Minor),
-		ID: fmt.Sprintf("%016x", r.ID()),
-		Geometry: geometryJSON{Capacity: l.Capacity, SlotSize: l.SlotSize, PayloadMax: l.PayloadMax(),
-			Participants: l.Participants, DeliveryLimit: l.DeliveryLimit},
-		FileSize: h.FileSize, Created: utc(time.Unix(0, h.CreatedNano)), CreatedNS: h.CreatedNano,
-		Creator:    creatorJSON{PID: h.Creator.PID, StartTicks: h.Creator.StartTicks, BootID: bootID(h.Creator.BootID)},
-		Generation: h.Generation,
-		Head:       cs.Head, Tail: cs.Tail, Depth: cs.Depth(),
+		fileJSON: fileInfo(path, h, r.ID(), &l),
+		Head:     cs.Head, Tail: cs.Tail, Depth: cs.Depth(),
 		Counters: countersJSON{Pushed: cs.Pushed, Popped: cs.Popped, Claimed: cs.Claimed, Acked: cs.Acked,
 			Requeued: cs.Requeued, Poisoned: cs.Poisoned, Abandoned: cs.Abandoned, Burned: cs.Burned,
 			FullHits: cs.FullHits, EmptyHits: cs.EmptyHits, Repairs: cs.Repairs, Deferred: cs.Deferred, NextID: cs.NextID},
-		States:       countClasses(scan, l.Capacity),
-		Participants: []participantJSON{},
+		States: countClasses(scan, l.Capacity),
 	}
-	for _, p := range scan.Peers {
-		if p.State == "free" {
-			continue
-		}
-		rep.Participants = append(rep.Participants, participantJSON{Index: p.Index, State: p.State, PID: p.ID.PID,
-			StartTicks: p.ID.Start, Attached: utc(p.Attached), Alive: !p.Dead, Reason: p.Reason})
-	}
+	rep.Participants = participantsJSON(scan.Peers)
 	if withSlots {
 		slots := slotsJSON(&l, scan)
 		rep.Slots = &slots
 	}
 	return rep, nil
+}
+
+// participantsJSON lists the entries of a participant table that are not free.
+func participantsJSON(peers []transport.PeerStatus) []participantJSON {
+	out := []participantJSON{}
+	for _, p := range peers {
+		if p.State == "free" {
+			continue
+		}
+		out = append(out, participantJSON{Index: p.Index, State: p.State, PID: p.ID.PID,
+			StartTicks: p.ID.Start, Attached: utc(p.Attached), Alive: !p.Dead, Reason: p.Reason})
+	}
+	return out
 }
 
 // slotsJSON describes every slot Scan listed (all but the plain free ones).
@@ -177,21 +202,28 @@ func slotsJSON(l *layout.RingLayout, scan transport.ScanReport) []slotJSON {
 	return out
 }
 
-func writeInspect(w io.Writer, rep inspectReport) error {
-	g := rep.Geometry
-	cliutil.KeyValues(w, [][2]string{
-		{"path", rep.Path},
-		{"kind", rep.Kind + ", format " + rep.Format},
-		{"id", rep.ID},
+// headerPairs are the key-value lines about the file that open inspect's
+// text output, for every slotted kind.
+func (f fileJSON) headerPairs() [][2]string {
+	g := f.Geometry
+	return [][2]string{
+		{"path", f.Path},
+		{"kind", f.Kind + ", format " + f.Format},
+		{"id", f.ID},
 		{"geometry", fmt.Sprintf("%d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d",
 			g.Capacity, g.SlotSize, g.PayloadMax, g.Participants, g.DeliveryLimit)},
-		{"file size", fmt.Sprintf("%d bytes", rep.FileSize)},
-		{"created", fmt.Sprintf("%s by pid %d (start %d, boot %s)", rep.Created, rep.Creator.PID, rep.Creator.StartTicks, rep.Creator.BootID)},
-		{"generation", strconv.FormatUint(rep.Generation, 10)},
-		{"head", strconv.FormatUint(rep.Head, 10)},
-		{"tail", strconv.FormatUint(rep.Tail, 10)},
-		{"depth", strconv.FormatUint(rep.Depth, 10)},
-	})
+		{"file size", fmt.Sprintf("%d bytes", f.FileSize)},
+		{"created", fmt.Sprintf("%s by pid %d (start %d, boot %s)", f.Created, f.Creator.PID, f.Creator.StartTicks, f.Creator.BootID)},
+		{"generation", strconv.FormatUint(f.Generation, 10)},
+	}
+}
+
+func writeInspect(w io.Writer, rep inspectReport) error {
+	cliutil.KeyValues(w, append(rep.headerPairs(),
+		[2]string{"head", strconv.FormatUint(rep.Head, 10)},
+		[2]string{"tail", strconv.FormatUint(rep.Tail, 10)},
+		[2]string{"depth", strconv.FormatUint(rep.Depth, 10)},
+	))
 	fmt.Fprintln(w)
 	c := rep.Counters
 	counters := [][]string{}
@@ -213,16 +245,8 @@ func writeInspect(w io.Writer, rep inspectReport) error {
 	if err := cliutil.Table(w, []string{"state", "slots"}, rep.States.rows()); err != nil {
 		return err
 	}
-	if len(rep.Participants) > 0 {
-		fmt.Fprintln(w)
-		rows := [][]string{}
-		for _, p := range rep.Participants {
-			rows = append(rows, []string{strconv.Itoa(p.Index), p.State, strconv.Itoa(int(p.PID)),
-				strconv.FormatUint(p.StartTicks, 10), yesNo(p.Alive) + " (" + p.Reason + ")", p.Attached})
-		}
-		if err := cliutil.Table(w, []string{"participant", "state", "pid", "start", "alive", "attached"}, rows); err != nil {
-			return err
-		}
+	if err := writeParticipants(w, rep.Participants); err != nil {
+		return err
 	}
 	if rep.Slots != nil {
 		fmt.Fprintln(w)
@@ -232,20 +256,41 @@ func writeInspect(w io.Writer, rep inspectReport) error {
 		}
 		rows := [][]string{}
 		for _, s := range *rep.Slots {
-			owner, alive := "-", "-"
-			if s.OwnerAlive != nil {
-				owner, alive = strconv.Itoa(int(s.OwnerPID)), yesNo(*s.OwnerAlive)
-			}
-			problem := strings.ReplaceAll(s.Problem, "_", " ")
-			if s.Error != "" {
-				problem += ": " + s.Error
-			}
-			rows = append(rows, []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
-				problem, owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))})
+			rows = append(rows, s.row())
 		}
-		return cliutil.Table(w, []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries"}, rows)
+		return cliutil.Table(w, slotHeaders, rows)
 	}
 	return nil
+}
+
+// writeParticipants prints the participant table, if any entry is in use.
+func writeParticipants(w io.Writer, ps []participantJSON) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	rows := [][]string{}
+	for _, p := range ps {
+		rows = append(rows, []string{strconv.Itoa(p.Index), p.State, strconv.Itoa(int(p.PID)),
+			strconv.FormatUint(p.StartTicks, 10), yesNo(p.Alive) + " (" + p.Reason + ")", p.Attached})
+	}
+	return cliutil.Table(w, []string{"participant", "state", "pid", "start", "alive", "attached"}, rows)
+}
+
+var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries"}
+
+// row is a slot's line in inspect --slots, under slotHeaders.
+func (s slotJSON) row() []string {
+	owner, alive := "-", "-"
+	if s.OwnerAlive != nil {
+		owner, alive = strconv.Itoa(int(s.OwnerPID)), yesNo(*s.OwnerAlive)
+	}
+	problem := strings.ReplaceAll(s.Problem, "_", " ")
+	if s.Error != "" {
+		problem += ": " + s.Error
+	}
+	return []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
+		problem, owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))}
 }
 
 func yesNo(b bool) string {

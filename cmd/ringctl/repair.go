@@ -21,15 +21,16 @@ import (
 func repairCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "repair",
-		Usage: "recover what dead processes left in a ring (dry run unless --apply)",
+		Usage: "recover what dead processes left in a ring or deque (dry run unless --apply)",
 		Description: "Lists every slot and participant entry whose owner is proven dead (pid and start time, or\n" +
 			"another boot; never a timeout) and exactly what a repair does to each; without --apply\n" +
 			"nothing is changed, and the exit status is 1 when there is something to repair. With\n" +
 			"--apply the file is first copied to a backup (PATH.bak-<UTC time> unless --backup or\n" +
-			"--no-backup; an existing file is never overwritten), then the ring's own repair runs and\n" +
+			"--no-backup; an existing file is never overwritten), then the file's own Repair runs and\n" +
 			"what it did is printed. With --heartbeat HB a watchdog also reclaims the table's slots of\n" +
-			"dead members once their leases are back in the ring. Safe while live processes use the\n" +
-			"ring, and idempotent: a second run finds nothing (and makes no backup).",
+			"dead members once their leases are back in the ring (rings only). A deque whose owner died\n" +
+			"is left without an owner, for a process to Adopt: ringctl never adopts. Safe while live\n" +
+			"processes use the file, and idempotent: a second run finds nothing (and makes no backup).",
 		ArgsUsage: "PATH [--heartbeat HB] [--apply [--backup FILE | --no-backup]] [--json]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},
@@ -52,6 +53,7 @@ type repairReport struct {
 	Plan      []repairAction `json:"plan"`
 	Backup    string         `json:"backup,omitempty"`
 	Result    *repairResult  `json:"result,omitempty"`
+	deque     bool           // for the text: the file is a deque
 }
 
 // repairAction is one thing found and what a repair does about it.
@@ -74,6 +76,8 @@ type repairResult struct {
 	Corrupt          int        `json:"corrupt"`
 	Reclaimed        []deadJSON `json:"heartbeat_reclaimed"`
 	Problems         []string   `json:"problems"`
+	Published        *int       `json:"published,omitempty"`  // deques only
+	OwnerDied        *bool      `json:"owner_died,omitempty"` // deques only
 }
 
 type deadJSON struct {
@@ -92,6 +96,11 @@ const (
 	actTakeLock = "take_over_lock"
 	actReclaim  = "reclaim"
 	actNone     = "none"
+	// Deques only.
+	actReturn    = "return"
+	actRollBack  = "roll_back"
+	actFreeOwner = "free_owner"
+	actFixHint   = "raise_hint"
 )
 
 func runRepair(c *cli.Context, path string) error {
@@ -106,13 +115,31 @@ func runRepair(c *cli.Context, path string) error {
 	if c.IsSet("heartbeat") {
 		hbPath = shm.Resolve(c.String("heartbeat"))
 	}
-	rep, err := planRepair(c, path, hbPath)
+	kind, err := fileKind(c, path)
 	if err != nil {
 		return err
 	}
-	if apply && rep.ToRepair > 0 {
-		if err := applyRepair(c, path, hbPath, &rep); err != nil {
+	var rep repairReport
+	if kind == layout.KindDeque {
+		if hbPath != "" {
+			return cliutil.Usage("repair: --heartbeat applies to rings (a watchdog repairs rings only); %s is a deque", path)
+		}
+		if rep, err = planDequeRepair(c, path); err != nil {
 			return err
+		}
+		if apply && rep.ToRepair > 0 {
+			if err := applyDequeRepair(c, path, &rep); err != nil {
+				return err
+			}
+		}
+	} else {
+		if rep, err = planRepair(c, path, hbPath); err != nil {
+			return err
+		}
+		if apply && rep.ToRepair > 0 {
+			if err := applyRepair(c, path, hbPath, &rep); err != nil {
+				return err
+			}
 		}
 	}
 	if c.Bool("json") {
@@ -228,10 +255,14 @@ func planPeers(rep *repairReport, scan transport.ScanReport, lock int) {
 			continue
 		}
 		detail := fmt.Sprintf("%s entry of pid %d (start %d), proven dead (%s): marked dead", p.State, p.ID.PID, p.ID.Start, p.Reason)
-		switch n := owns[p.Index]; n {
-		case 0:
+		switch n := owns[p.Index]; {
+		case rep.deque && n == 0:
+			detail += " and freed: it holds no slot"
+		case rep.deque:
+			detail += ", then freed once what it held (above) is recovered"
+		case n == 0:
 			detail += " and freed: it owns no slot"
-		case 1:
+		case n == 1:
 			detail += ", then freed once its slot above is recovered (kept while that is deferred)"
 		default:
 			detail += fmt.Sprintf(", then freed once its %d slots above are recovered (kept while any is deferred)", n)
@@ -241,7 +272,11 @@ func planPeers(rep *repairReport, scan transport.ScanReport, lock int) {
 	}
 	if lock >= 0 && scan.Peers[lock].Dead {
 		p := scan.Peers[lock]
-		rep.Plan = append(rep.Plan, repairAction{Target: "ring.repair_lock", Kind: "dead_repairer", PID: p.ID.PID, Action: actTakeLock,
+		target := "ring.repair_lock"
+		if rep.deque {
+			target = "deque.repair_lock"
+		}
+		rep.Plan = append(rep.Plan, repairAction{Target: target, Kind: "dead_repairer", PID: p.ID.PID, Action: actTakeLock,
 			Detail: fmt.Sprintf("held by participant %d (pid %d, start %d), proven dead: the repair takes the role over and finishes its work", lock, p.ID.PID, p.ID.Start)})
 	}
 }
@@ -250,11 +285,11 @@ func planPeers(rep *repairReport, scan transport.ScanReport, lock int) {
 // lock, or -1 (none, or a corrupt holder). It reads the mapping: run it
 // under guard.
 func lockHolder(reg *shm.Region, l *layout.RingLayout, scan transport.ScanReport) int {
-	v := load64(reg.Bytes(), uint64(reg.Header().HeaderSize)+layout.RingOffRepairLock)
-	if v == 0 || v > l.Participants || int(v) > len(scan.Peers) {
+	lock := decodeRole(load64(reg.Bytes(), uint64(reg.Header().HeaderSize)+layout.RingOffRepairLock), l.Participants)
+	if lock.none || lock.corrupt || lock.index >= len(scan.Peers) {
 		return -1
 	}
-	return int(v - 1)
+	return lock.index
 }
 
 func planMembers(rep *repairReport, ringID uint64, wr sched.WatchReport) {
@@ -284,16 +319,8 @@ func planMembers(rep *repairReport, ringID uint64, wr sched.WatchReport) {
 // ring's Repair, or with a heartbeat table a watchdog scan that repairs the
 // ring and reclaims dead members.
 func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
-	rep.Applied = true
-	if !c.Bool("no-backup") {
-		dst := c.String("backup")
-		if dst == "" {
-			dst = path + ".bak-" + time.Now().UTC().Format("20060102T150405Z")
-		}
-		if err := backup(path, dst); err != nil {
-			return err
-		}
-		rep.Backup = dst
+	if err := backupFirst(c, path, rep); err != nil {
+		return err
 	}
 	r, err := openAttached(c, path)
 	if err != nil {
@@ -338,6 +365,25 @@ func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
 	}
 	res.Abandoned, res.Requeued, res.RequeuedInPlace, res.Deferred, res.Corrupt = rr.Abandoned, rr.Requeued, rr.RequeuedInPlace, rr.Deferred, rr.Corrupt
 	return fileErr(path, r.Close())
+}
+
+// backupFirst marks the report applied and, unless --no-backup, copies
+// the file to its backup (--backup, or PATH.bak-<UTC time>) before any
+// change.
+func backupFirst(c *cli.Context, path string, rep *repairReport) error {
+	rep.Applied = true
+	if c.Bool("no-backup") {
+		return nil
+	}
+	dst := c.String("backup")
+	if dst == "" {
+		dst = path + ".bak-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	if err := backup(path, dst); err != nil {
+		return err
+	}
+	rep.Backup = dst
+	return nil
 }
 
 // backup copies the file at src to a new file dst (mode 0600), refusing to
@@ -406,6 +452,9 @@ func writeRepair(w io.Writer, rep repairReport) error {
 		return nil
 	}
 	fmt.Fprintln(w)
+	if rep.deque {
+		return writeDequeResult(w, res)
+	}
 	rows := [][]string{
 		{"dead participants freed or marked", strconv.Itoa(len(res.DeadParticipants))},
 		{"half-written slots released", strconv.Itoa(res.Abandoned)},
