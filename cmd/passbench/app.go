@@ -28,10 +28,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "passbench",
 		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
-		Description: "With no command, compares the ring (poll and block modes) with a Unix socket, a pipe and\n" +
-			"a Go channel (throughput, 64-byte messages, one producer and one consumer), then round-trip\n" +
-			"latencies including the two hardware floors (spin: cache-line ping-pong; futex: sleep/wake),\n" +
-			"and says which of the ring's goals are met. Takes about 20 seconds. See docs/cli.md.",
+		Description: "With no command, compares the ring (poll and block modes) with the work-stealing deque,\n" +
+			"a Unix socket, a pipe and a Go channel (throughput, 64-byte messages, one producer and one\n" +
+			"consumer; the deque also with two thieves), then round-trip latencies including the two\n" +
+			"hardware floors (spin: cache-line ping-pong; futex: sleep/wake), and says which of the\n" +
+			"ring's goals are met. Takes about 30 seconds. See docs/cli.md.",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
@@ -98,7 +99,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "producers send for this long instead of a count", DefaultText: "none"},
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
-			&cli.BoolFlag{Name: "lease", Usage: "ring only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
+			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
@@ -215,7 +216,7 @@ func transportFlag(keep func(*transportInfo) bool) cli.Flag {
 }
 
 func modeFlag() cli.Flag {
-	return &cli.StringFlag{Name: "mode", Usage: "ring: poll (busy-poll) or block; the others have one mode each", DefaultText: "poll for the ring"}
+	return &cli.StringFlag{Name: "mode", Usage: "ring and deque: poll (busy-poll) or block; the others have one mode each", DefaultText: "poll for the ring and the deque"}
 }
 
 func roundsFlag() cli.Flag {
@@ -223,7 +224,7 @@ func roundsFlag() cli.Flag {
 }
 
 func slotSizeFlag() cli.Flag {
-	return &cli.IntFlag{Name: "slot-size", Usage: "ring slot size in bytes, a multiple of 64", DefaultText: "the smallest that fits the payload"}
+	return &cli.IntFlag{Name: "slot-size", Usage: "ring (or deque) slot size in bytes, a multiple of 64", DefaultText: "the smallest that fits the payload"}
 }
 
 func warmupFlag() cli.Flag {
@@ -233,7 +234,7 @@ func warmupFlag() cli.Flag {
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "payload", Value: defaultPayload, Usage: fmt.Sprintf("message size in bytes, %d to %d", minPayload, maxPayload)},
-		&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "messages the transport buffers: ring slots (a power of two), channel buffer, pipe size ÷ payload; uds keeps the kernel's default"},
+		&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "messages the transport buffers: ring or deque slots (a power of two), channel buffer, pipe size ÷ payload; uds keeps the kernel's default"},
 		&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up on a measurement (and kill its processes) after this long"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the latency distributions into this .svg or .png file"},

@@ -15,15 +15,26 @@ type compareSpec struct {
 	Capacity int
 }
 
-// defaultCompareDuration keeps the whole comparison near 20 s: five
+// defaultCompareDuration keeps the whole comparison near 30 s: eight
 // throughput runs of 3 s, then round trips.
 const defaultCompareDuration = 3 * time.Second
 
+// tputRun is one throughput run of the comparison: one producer process
+// and Consumers consumer processes.
+type tputRun struct {
+	Transport, Mode string
+	Consumers       int
+}
+
 // The comparison's line-up: throughput with one producer and one consumer
-// process each, then round trips.
+// process each (and the deque once with two thieves, in block mode: three
+// polling processes on two cores mostly measure the scheduler), then
+// round trips.
 var (
-	compareThroughput = [][2]string{{"ring", modePoll}, {"ring", modeBlock}, {"uds", modeBlock}, {"pipe", modeBlock}, {"chan", modeBlock}}
-	compareRTT        = [][2]string{{"ring", modePoll}, {"ring", modeBlock}, {"uds", modeBlock}, {"pipe", modeBlock}, {"spin", modePoll}, {"futex", modeBlock}}
+	compareThroughput = []tputRun{{"ring", modePoll, 1}, {"ring", modeBlock, 1},
+		{"deque", modePoll, 1}, {"deque", modeBlock, 1}, {"deque", modeBlock, 2},
+		{"uds", modeBlock, 1}, {"pipe", modeBlock, 1}, {"chan", modeBlock, 1}}
+	compareRTT = [][2]string{{"ring", modePoll}, {"ring", modeBlock}, {"uds", modeBlock}, {"pipe", modeBlock}, {"spin", modePoll}, {"futex", modeBlock}}
 )
 
 // CompareReport is what the default comparison prints with --json.
@@ -46,7 +57,7 @@ func runCompare(ctx context.Context, s compareSpec, u *ui) (CompareReport, error
 	rep := CompareReport{Envelope: newEnvelope(compareFormat)}
 	for _, tm := range compareThroughput {
 		r, err := runThroughput(ctx, runSpec{
-			Transport: tm[0], Mode: tm[1], Producers: 1, Consumers: 1,
+			Transport: tm.Transport, Mode: tm.Mode, Producers: 1, Consumers: tm.Consumers,
 			Messages: s.Messages, Duration: s.Duration, Payload: s.Payload, Capacity: s.Capacity,
 			Timeout: s.Timeout,
 		}, u)
@@ -54,7 +65,7 @@ func runCompare(ctx context.Context, s compareSpec, u *ui) (CompareReport, error
 			err = failure(&r)
 		}
 		if err != nil {
-			return rep, fmt.Errorf("%s/%s: %w", tm[0], tm[1], err)
+			return rep, fmt.Errorf("%s/%s 1×%d: %w", tm.Transport, tm.Mode, tm.Consumers, err)
 		}
 		rep.Runs = append(rep.Runs, r)
 	}
@@ -121,7 +132,7 @@ func ratios(runs []Result) []Ratio {
 		}
 		switch r.Kind {
 		case kindThroughput:
-			out = append(out, Ratio{Name: "throughput ring/poll ÷ " + r.name(), Value: div(ring, r.MsgsPerSec)})
+			out = append(out, Ratio{Name: "throughput ring/poll ÷ " + r.label(), Value: div(ring, r.MsgsPerSec)})
 		case kindRTT:
 			out = append(out, Ratio{Name: "rtt p50 " + r.name() + " ÷ ring/poll", Value: div(float64(r.Latency.P50), ringRTT)})
 		}

@@ -200,7 +200,10 @@ func (l *linkedFile) close() error {
 	return err
 }
 
-// leaseKit is what a leased consumer process holds besides its ring end.
+// leaseKit is what a leased consumer process holds besides its ring or
+// deque end. A deque's consumer has no heartbeat table (hb and member are
+// nil): the deque stamps every lease with its holder's participant entry,
+// which proves the holder dead, and its Repair returns the lease.
 type leaseKit struct {
 	hb     *sched.Heartbeat
 	member *sched.Member
@@ -211,8 +214,16 @@ type leaseKit struct {
 }
 
 // openLeaseKit registers the consumer in the heartbeat table, maps the
-// shared bitmap, and starts beating.
+// shared bitmap, and starts beating; with no table (deque), it only maps
+// the bitmap.
 func openLeaseKit(j *job) (*leaseKit, error) {
+	if j.Heartbeat == "" {
+		seen, err := openSharedSeen(j.Seen, seenLimits(j.PerProducer))
+		if err != nil {
+			return nil, err
+		}
+		return &leaseKit{seen: seen}, nil
+	}
 	hb, err := sched.OpenHeartbeat(j.Heartbeat)
 	if err != nil {
 		return nil, err
@@ -247,6 +258,9 @@ func openLeaseKit(j *job) (*leaseKit, error) {
 }
 
 func (k *leaseKit) close() error {
+	if k.member == nil {
+		return k.seen.close()
+	}
 	close(k.stopBeat)
 	k.beating.Wait()
 	return errors.Join(k.member.Unregister(), k.hb.Close(), k.seen.close())
@@ -268,15 +282,24 @@ func (e *ringEnd) claim() (transport.Lease, error) {
 	}
 }
 
+func (e *ringEnd) ack(l transport.Lease) error { return e.r.Ack(l) }
+func (e *ringEnd) fileID() uint64              { return e.r.ID() }
+
+// leaser is a consumer's end that leases: a ring's or a deque's.
+type leaser interface {
+	claim() (transport.Lease, error) // the next message, polling or blocking as the end does
+	ack(transport.Lease) error
+	fileID() uint64 // for the lease record in the heartbeat table
+}
+
 // consumeLeased is consume with leases: for each message Claim, record
 // the lease in the heartbeat slot, verify, mark it in the shared bitmap,
 // count it in the control line, then Ack and clear the record, until an
 // end marker. A message is counted as received before it is acked: if the
 // consumer dies in between, the message comes again and counts as a
 // duplicate, never as lost.
-func consumeLeased(j *job, e *ringEnd, k *leaseKit, line ctlLineWords) (*report, error) {
-	r := e.r
-	ringID := r.ID()
+func consumeLeased(j *job, e leaser, k *leaseKit, line ctlLineWords) (*report, error) {
+	fileID := e.fileID()
 	rec := newRecorder()
 	rep := &report{Role: roleConsumer, ID: j.ID, rec: rec}
 	var received, dup, corrupt uint64
@@ -286,7 +309,11 @@ func consumeLeased(j *job, e *ringEnd, k *leaseKit, line ctlLineWords) (*report,
 		if err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
-		ref, rerr := k.member.RecordLease(ringID, l.Slot(), l.Lap(), l.Deliveries)
+		var ref sched.LeaseRef
+		rerr := errNoTable
+		if k.member != nil {
+			ref, rerr = k.member.RecordLease(fileID, l.Slot(), l.Lap(), l.Deliveries)
+		}
 		h, err := parseMsg(l.Data(), j.Lane.Payload)
 		end := err == nil && h.isEnd()
 		again := false
@@ -318,7 +345,7 @@ func consumeLeased(j *job, e *ringEnd, k *leaseKit, line ctlLineWords) (*report,
 			line.last.Store(uint64(now))
 			line.progress.Store(received)
 		}
-		if err := r.Ack(l); err != nil {
+		if err := e.ack(l); err != nil {
 			return nil, fmt.Errorf("ack: %w", err)
 		}
 		if rerr == nil {
@@ -329,16 +356,25 @@ func consumeLeased(j *job, e *ringEnd, k *leaseKit, line ctlLineWords) (*report,
 		}
 	}
 	rep.Received, rep.Corrupt = int64(received), int64(corrupt)
+	rep.FalseCorrupt = falseCorrupts(e)
 	return rep, nil
 }
+
+// errNoTable: a deque's consumer records its leases in no heartbeat table.
+var errNoTable = errors.New("no heartbeat table")
 
 // leaseWatch is the parent's watchdog in a leased run: every watchEvery it
 // scans the heartbeat table (reclaiming dead consumers' slots once their
 // leases are requeued) and repairs the ring (which requeues the leases of
 // any participant proven dead, registered in the table or not).
+//
+// For a deque there is no table: the watchdog only repairs the deque,
+// which returns the leases of any thief proven dead (they are taken again
+// before anything newer) and frees its participant entry.
 type leaseWatch struct {
-	wd   *sched.Watchdog
-	ring *transport.Ring
+	wd    *sched.Watchdog
+	ring  *transport.Ring
+	deque *transport.Deque // instead of wd and ring
 
 	mu        sync.Mutex
 	scans     int
@@ -352,6 +388,8 @@ type leaseWatch struct {
 func newLeaseWatch(hb *sched.Heartbeat, r *transport.Ring) *leaseWatch {
 	return &leaseWatch{wd: sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}), ring: r}
 }
+
+func newDequeWatch(d *transport.Deque) *leaseWatch { return &leaseWatch{deque: d} }
 
 // start runs the periodic scans until stop.
 func (w *leaseWatch) start() {
@@ -389,6 +427,9 @@ func (w *leaseWatch) stop() {
 // everything is clean: nobody dead in the table, nothing orphaned,
 // poisoned or corrupt in the ring, no requeue deferred.
 func (w *leaseWatch) scan() (clean bool, why string) {
+	if w.deque != nil {
+		return w.scanDeque()
+	}
 	rep := w.wd.Scan(true)
 	rr, rerr := w.ring.Repair()
 	w.mu.Lock()
@@ -420,6 +461,38 @@ func (w *leaseWatch) scan() (clean bool, why string) {
 	return true, ""
 }
 
+// scanDeque repairs the deque and reports whether everything is clean:
+// no dead participant, nothing orphaned or corrupt (poison aside).
+// Returned messages are no problem: consumers take them before anything
+// newer, so before the end markers. reclaimed counts the dead thieves'
+// entries the repairs freed.
+func (w *leaseWatch) scanDeque() (clean bool, why string) {
+	rr, rerr := w.deque.Repair()
+	w.mu.Lock()
+	w.scans++
+	w.reclaimed += len(rr.DeadPeers)
+	w.mu.Unlock()
+	sc := w.deque.Scan()
+	problems := sc.Problems
+	for _, sl := range sc.Slots {
+		if sl.Problem == transport.SlotPoison {
+			problems-- // there for good: counted as lost at the end
+		}
+	}
+	switch {
+	case rerr != nil:
+		return false, rerr.Error()
+	case problems > 0:
+		return false, fmt.Sprintf("%d deque slots orphaned or corrupt, or a dead owner", problems)
+	}
+	for _, p := range sc.Peers {
+		if p.Dead {
+			return false, "dead deque participants"
+		}
+	}
+	return true, ""
+}
+
 // settle scans until clean: every lease of a killed consumer is back in
 // the ring, ahead of the end markers that come next.
 func (w *leaseWatch) settle(ctx context.Context) error {
@@ -430,7 +503,7 @@ func (w *leaseWatch) settle(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ring never settled (%s): %w", why, context.Cause(ctx))
+			return fmt.Errorf("%s never settled (%s): %w", w.what(), why, context.Cause(ctx))
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -440,4 +513,11 @@ func (w *leaseWatch) counts() (scans, reclaimed int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.scans, w.reclaimed
+}
+
+func (w *leaseWatch) what() string {
+	if w.deque != nil {
+		return "deque"
+	}
+	return "ring"
 }

@@ -1,8 +1,8 @@
 // Command passbench measures what passing messages between processes
-// costs: shmkit's ring in its poll and block modes against a Unix socket, a
-// pipe and a Go channel, and the two hardware floors every shared-memory
-// transport sits on (spinning on a shared cache line, and sleeping and
-// waking through a futex). See docs/cli.md and docs/bench.md.
+// costs: shmkit's ring in its poll and block modes against its
+// work-stealing deque, a Unix socket, a pipe and a Go channel, and the two
+// hardware floors every shared-memory transport sits on (spinning on a
+// shared cache line, and sleeping and waking through a futex). See docs/cli.md and docs/bench.md.
 package main
 
 import (

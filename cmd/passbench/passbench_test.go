@@ -67,10 +67,22 @@ func testRunSpec(transport, mode string) runSpec {
 		Payload: defaultPayload, Capacity: 64, Timeout: time.Minute}
 }
 
+// TestRunEachTransport runs every transport and mode of the comparison
+// with two producers and two consumers (one producer for the deque, whose
+// owner is its only producer).
 func TestRunEachTransport(t *testing.T) {
+	done := map[[2]string]bool{}
 	for _, tm := range compareThroughput {
-		t.Run(tm[0]+"/"+tm[1], func(t *testing.T) {
-			r, err := runThroughput(t.Context(), testRunSpec(tm[0], tm[1]), nil)
+		if done[[2]string{tm.Transport, tm.Mode}] {
+			continue
+		}
+		done[[2]string{tm.Transport, tm.Mode}] = true
+		t.Run(tm.Transport+"/"+tm.Mode, func(t *testing.T) {
+			s := testRunSpec(tm.Transport, tm.Mode)
+			if tm.Transport == "deque" {
+				s.Producers = 1
+			}
+			r, err := runThroughput(t.Context(), s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,15 +92,21 @@ func TestRunEachTransport(t *testing.T) {
 			if err := failure(&r); err != nil {
 				t.Error(err)
 			}
-			if r.Kind != kindThroughput || r.Transport != tm[0] || r.Mode != tm[1] || r.Producers != 2 || r.Consumers != 2 || r.Messages != testMsgs {
+			if r.Kind != kindThroughput || r.Transport != tm.Transport || r.Mode != tm.Mode || r.Producers != s.Producers || r.Consumers != 2 || r.Messages != testMsgs {
 				t.Errorf("result = %+v", r)
 			}
 			if r.Seconds <= 0 || r.MsgsPerSec <= 0 {
 				t.Errorf("seconds %v, msgs/s %v", r.Seconds, r.MsgsPerSec)
 			}
 			checkLatency(t, &r, testMsgs)
-			if (tm[0] == "ring") != (r.Ring != nil) {
+			if (tm.Transport == "ring") != (r.Ring != nil) {
 				t.Errorf("ring stats = %+v", r.Ring)
+			}
+			if (tm.Transport == "deque") != (r.Deque != nil) {
+				t.Errorf("deque stats = %+v", r.Deque)
+			}
+			if d := r.Deque; d != nil && d.Stolen != testMsgs+2 {
+				t.Errorf("deque: %d stolen, want %d messages and 2 end markers", d.Stolen, testMsgs)
 			}
 			checkNoLeftovers(t)
 		})
@@ -297,8 +315,18 @@ func TestCompare(t *testing.T) {
 	if raw.Format != compareFormat || len(raw.Runs) != len(compareThroughput)+len(compareRTT) {
 		t.Fatalf("format %q, %d runs", raw.Format, len(raw.Runs))
 	}
+	deques := 0
 	for _, r := range raw.Runs {
 		checkRunJSON(t, r)
+		if r["transport"] == "deque" {
+			deques++
+			if _, ok := r["deque"].(map[string]any); !ok || r["producers"] != 1.0 {
+				t.Errorf("deque run: %v", r)
+			}
+		}
+	}
+	if deques != 3 {
+		t.Errorf("%d deque runs, want 3", deques)
 	}
 	goals := 0
 	for _, r := range raw.Ratios {
@@ -322,7 +350,7 @@ func TestCompare(t *testing.T) {
 	if err := writeCompareText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"machine:", "ring/poll", "ring/block", "uds", "pipe", "chan", "spin", "futex", "÷ ring/poll", "goals", "goal >= 30"} {
+	for _, want := range []string{"machine:", "ring/poll", "ring/block", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin", "futex", "÷ ring/poll", "goals", "goal >= 30"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
@@ -352,6 +380,9 @@ func TestUsageErrors(t *testing.T) {
 		{"rtt", "--transport", "spin", "--timeout", "0s"},
 		{"run", "--transport", "uds", "--chaos", "1"},
 		{"run", "--transport", "chan", "--lease"},
+		{"run", "--transport", "deque", "--producers", "2"},
+		{"run", "--transport", "deque", "--capacity", "1000"},
+		{"rtt", "--transport", "deque"},
 		{"run", "--chaos", "-1"},
 		{"run", "--lease", "--record", "dir"},
 		{"run", "--seed", "5"},
@@ -724,4 +755,136 @@ func TestPassAbortPaths(t *testing.T) {
 		}
 		checkNoLeftovers(t)
 	})
+}
+
+// The deque: one owner producer, thieves in separate processes, in both
+// modes, popping and leasing; every message exactly once.
+func TestRunDeque(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		lease bool
+	}{{modePoll, false}, {modeBlock, false}, {modePoll, true}, {modeBlock, true}} {
+		name := tc.mode
+		if tc.lease {
+			name += "/lease"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := testRunSpec("deque", tc.mode)
+			s.Producers, s.Consumers, s.Messages, s.Lease = 1, 3, 20000, tc.lease
+			r, err := runThroughput(t.Context(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != 0 || r.Lease != tc.lease {
+				t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d, lease %v", r.Lost, r.Corrupt, r.Duplicated, r.Killed, r.Lease)
+			}
+			if err := failure(&r); err != nil {
+				t.Error(err)
+			}
+			if r.Transport != "deque" || r.Mode != tc.mode || r.Producers != 1 || r.Consumers != 3 || r.Messages != s.Messages {
+				t.Errorf("result = %+v", r)
+			}
+			checkLatency(t, &r, s.Messages)
+			d := r.Deque
+			if d == nil || d.SlotBytes != 128 || r.Capacity != 64 {
+				t.Fatalf("deque stats %+v, capacity %d", d, r.Capacity)
+			}
+			taken := d.Stolen
+			if tc.lease {
+				taken = d.Claimed
+			}
+			if want := uint64(s.Messages) + 3; taken != want || d.OwnerPopped != 0 || d.Returned != 0 {
+				t.Errorf("deque stats %+v: want %d taken (messages and end markers), nothing popped or returned", d, want)
+			}
+			if d.FalseCorrupt > 0 {
+				t.Logf("%d false corruption reports re-tried", d.FalseCorrupt)
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// --chaos on the deque: thieves are killed; the parent's repairs return
+// their leases, which other thieves take again. Nothing may be lost. Three
+// thieves for two kills: a run this short can be over before a
+// replacement has started, and one thief from the start must finish, or
+// no finished consumer has latencies to report.
+func TestRunDequeChaos(t *testing.T) {
+	for _, mode := range []string{modePoll, modeBlock} {
+		t.Run(mode, func(t *testing.T) {
+			out, code, err := runApp(t, "run", "--transport", "deque", "--mode", mode, "--consumers", "3",
+				"--messages", "20000", "--capacity", "256", "--chaos", "2", "--json")
+			if code != 0 {
+				t.Fatalf("exit %d: %v\n%s", code, err, out)
+			}
+			checkChaosJSON(t, out, 2, roleConsumer)
+			if !strings.Contains(out, `"deque": {`) || !strings.Contains(out, `"lease": true`) {
+				t.Errorf("no deque stats or lease in %s", out)
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// A thief catches a damaged message, and the deque's hot paths allocate
+// nothing per message: the owner's push and a thief's steal, claim and
+// ack, in both modes.
+func TestDequeCorruptAndAllocs(t *testing.T) {
+	s := testRunSpec("deque", "")
+	s.Producers, s.corrupt = 1, &corruptAt{Producer: 0, Seq: 700}
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Corrupt != 1 || r.Lost != 1 || r.Duplicated != 0 {
+		t.Errorf("corrupt %d, lost %d, duplicated %d; want 1, 1, 0", r.Corrupt, r.Lost, r.Duplicated)
+	}
+
+	for _, mode := range []string{modePoll, modeBlock} {
+		t.Run(mode, func(t *testing.T) {
+			c := laneConfig{Transport: "deque", Mode: mode, Payload: defaultPayload, Capacity: 64}
+			ln, err := newDequeLane(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.close()
+			spec, _, _ := ln.share(true)
+			tx, err := openDequeEnd(t.Context(), c, spec, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.close()
+			rx, err := openDequeEnd(t.Context(), c, spec, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rx.close()
+			msg, buf := newMsg(defaultPayload, 0), make([]byte, defaultPayload)
+			seq := uint64(0)
+			allocs := testing.AllocsPerRun(1000, func() {
+				stamp(msg, seq, 1)
+				seq++
+				if err := tx.send(msg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := rx.recv(buf); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.send(msg); err != nil {
+					t.Fatal(err)
+				}
+				l, err := rx.(leaser).claim()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rx.(leaser).ack(l); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per message", allocs)
+			}
+		})
+	}
+	checkNoLeftovers(t)
 }

@@ -112,7 +112,7 @@ func spectrum(pn plotPanel) (*plot.Plot, error) {
 		line.Dashes = plotutil.Dashes(n)
 		line.Width = vg.Points(1.5)
 		p.Add(line)
-		p.Legend.Add(r.name(), line)
+		p.Legend.Add(r.label(), line)
 		n++
 		for _, pt := range pts {
 			maxX, minY, maxY = max(maxX, pt.X), min(minY, pt.Y), max(maxY, pt.Y)

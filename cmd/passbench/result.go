@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"time"
@@ -45,6 +46,7 @@ type Result struct {
 	Lease        bool    `json:"lease,omitempty"` // consumers leased messages (Claim/Ack) under a watchdog
 
 	Ring  *RingStats   `json:"ring,omitempty"`
+	Deque *DequeStats  `json:"deque,omitempty"`
 	Chaos *ChaosReport `json:"chaos,omitempty"`
 	Pass  *PassReport  `json:"pass,omitempty"`
 
@@ -75,12 +77,38 @@ type RingStats struct {
 	Burned    uint64 `json:"burned,omitempty"`   // positions producers skipped past held leases
 }
 
+// DequeStats are the deque's own counters after a run.
+type DequeStats struct {
+	SlotBytes   int    `json:"slot_bytes"`
+	FullHits    uint64 `json:"full_hits"`              // pushes that found the deque full
+	EmptyHits   uint64 `json:"empty_hits"`             // steals or claims that found it empty
+	Stolen      uint64 `json:"stolen"`                 // messages thieves stole (copied out, not leased)
+	Claimed     uint64 `json:"claimed,omitempty"`      // messages leased (Claim)
+	OwnerPopped uint64 `json:"owner_popped,omitempty"` // messages the owner popped back at the bottom (none in a run)
+	Returned    uint64 `json:"returned,omitempty"`     // leases handed back (a dead thief's, by Repair) and taken again
+	Poisoned    uint64 `json:"poisoned,omitempty"`     // messages set aside after too many deliveries
+
+	// FalseCorrupt counts steals or claims that reported the deque
+	// corrupt and worked when re-tried (a stale read of top, see
+	// tr_deque.go), in the consumers that finished.
+	FalseCorrupt int64 `json:"false_corrupt,omitempty"`
+}
+
 // name is how tables and ratios call the run: "ring/poll", "uds".
 func (r *Result) name() string {
-	if r.Transport == "ring" {
+	if r.Transport == "ring" || r.Transport == "deque" {
 		return r.Transport + "/" + r.Mode
 	}
 	return r.Transport
+}
+
+// label is name, with the producers × consumers when they are not 1×1:
+// how ratios and plots tell two runs of one transport apart.
+func (r *Result) label() string {
+	if r.Kind == kindThroughput && (r.Producers != 1 || r.Consumers != 1) {
+		return fmt.Sprintf("%s %d×%d", r.name(), r.Producers, r.Consumers)
+	}
+	return r.name()
 }
 
 // Envelope says where and when results were measured.

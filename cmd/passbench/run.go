@@ -23,10 +23,10 @@ type runSpec struct {
 	Duration  time.Duration // producers stop after this long; 0 for a counted run
 	Payload   int
 	Capacity  int
-	SlotSize  int    // ring only; 0 for the smallest that fits
+	SlotSize  int    // ring and deque only; 0 for the smallest that fits
 	Record    string // directory for the consumers' lists of what they received
 	Timeout   time.Duration
-	Lease     bool  // consumers lease (Claim/Ack) under a watchdog; ring only
+	Lease     bool  // consumers lease (Claim/Ack) under a watchdog; ring and deque only
 	Chaos     int   // consumers to kill during the run (implies Lease)
 	Seed      int64 // of the kill plan
 	SeedSet   bool  // Seed was given; else a fresh one is drawn
@@ -73,10 +73,13 @@ func (s *runSpec) check() (*transportInfo, error) {
 	if s.Chaos > 0 {
 		s.Lease = true
 	}
+	if tr.OneProducer && s.Producers != 1 {
+		return nil, cliutil.Usage("transport %s has one producer (its owner), got --producers %d", tr.Name, s.Producers)
+	}
 	if s.Lease {
 		switch {
-		case tr.Name != "ring":
-			return nil, cliutil.Usage("--chaos and --lease need the ring (consumers lease messages with Claim and Ack); transport %s cannot", tr.Name)
+		case !tr.Leases:
+			return nil, cliutil.Usage("--chaos and --lease need the ring or the deque (consumers lease messages with Claim and Ack); transport %s cannot", tr.Name)
 		case s.Record != "":
 			return nil, cliutil.Usage("--record does not go with --chaos or --lease")
 		}
@@ -100,10 +103,10 @@ func checkLane(tr *transportInfo, payload, capacity, slotSize int) error {
 		return cliutil.Usage("--payload must be in [%d, %d] bytes, got %d", minPayload, maxPayload, payload)
 	case capacity < 1 || capacity > 1<<24:
 		return cliutil.Usage("--capacity must be in [1, %d], got %d", 1<<24, capacity)
-	case tr.Name == "ring" && capacity&(capacity-1) != 0:
-		return cliutil.Usage("--capacity of a ring must be a power of two, got %d", capacity)
-	case slotSize != 0 && tr.Name != "ring":
-		return cliutil.Usage("--slot-size applies to the ring only")
+	case tr.Slotted && capacity&(capacity-1) != 0:
+		return cliutil.Usage("--capacity of a %s must be a power of two, got %d", tr.Name, capacity)
+	case slotSize != 0 && !tr.Slotted:
+		return cliutil.Usage("--slot-size applies to the ring and the deque only")
 	case slotSize != 0 && (slotSize%64 != 0 || slotSize < int(transport.SlotSizeFor(payload))):
 		return cliutil.Usage("--slot-size must be a multiple of 64 of at least %d for a %d-byte payload, got %d",
 			transport.SlotSizeFor(payload), payload, slotSize)
@@ -170,7 +173,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 	base := job{Lane: cfg, Producers: s.Producers, PerProducer: s.perProducer(), Corrupt: s.corrupt}
 	var lr *leasedRun
 	if s.Lease {
-		if lr, err = newLeasedRun(f, &base, ln.(*ringLane), s); err != nil {
+		if lr, err = newLeasedRun(f, &base, ln, s); err != nil {
 			return Result{}, err
 		}
 		f.onStop(lr.watch.stop)
@@ -255,8 +258,14 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 	res.Kind, res.Transport, res.Mode = kindThroughput, tr.Name, s.Mode
 	res.Producers, res.Consumers, res.PayloadBytes = s.Producers, s.Consumers, s.Payload
 	res.Capacity, res.Killed, res.Lease = ln.capacity(), killed, s.Lease
-	if rl, ok := ln.(*ringLane); ok {
-		res.Ring = rl.stats()
+	switch l := ln.(type) {
+	case *ringLane:
+		res.Ring = l.stats()
+	case *dequeLane:
+		res.Deque = l.stats()
+		for _, c := range cons {
+			res.Deque.FalseCorrupt += c.FalseCorrupt
+		}
 	}
 	if plan != nil {
 		res.Chaos = plan.report()
@@ -268,8 +277,8 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 // leasedRun is the parent's side of a leased run.
 type leasedRun struct {
 	f       *fleet
-	ring    *ringLane
-	hb      *sched.Heartbeat
+	ln      lane             // a ring or a deque
+	hb      *sched.Heartbeat // ring only
 	seen    *sharedSeen
 	watch   *leaseWatch
 	base    job
@@ -277,18 +286,29 @@ type leasedRun struct {
 	nextIdx int // ... and line in the control file
 }
 
-// newLeasedRun creates the heartbeat table and the shared bitmap, and
-// fills in what every consumer's job needs to find them.
-func newLeasedRun(f *fleet, base *job, ln *ringLane, s runSpec) (*leasedRun, error) {
-	name, err := shmName("hb")
-	if err != nil {
-		return nil, err
+// newLeasedRun creates the heartbeat table (ring only: the deque's own
+// participant table proves a thief dead, and its Repair returns the
+// thief's leases) and the shared bitmap, and fills in what every
+// consumer's job needs to find them.
+func newLeasedRun(f *fleet, base *job, ln lane, s runSpec) (*leasedRun, error) {
+	lr := &leasedRun{f: f, ln: ln, nextID: s.Consumers, nextIdx: s.Producers + s.Consumers}
+	switch l := ln.(type) {
+	case *ringLane:
+		name, err := shmName("hb")
+		if err != nil {
+			return nil, err
+		}
+		hb, err := sched.CreateHeartbeat(name, sched.HeartbeatConfig{Capacity: max(64, s.Consumers+s.Chaos+2)})
+		if err != nil {
+			return nil, err
+		}
+		f.addFile(&linkedFile{path: hb.Path(), closeFn: hb.Close})
+		lr.hb, lr.watch, base.Heartbeat = hb, newLeaseWatch(hb, l.r), hb.Path()
+	case *dequeLane:
+		lr.watch = newDequeWatch(l.d)
+	default:
+		return nil, fmt.Errorf("leased consumption needs a ring or a deque, not %s", s.Transport)
 	}
-	hb, err := sched.CreateHeartbeat(name, sched.HeartbeatConfig{Capacity: max(64, s.Consumers+s.Chaos+2)})
-	if err != nil {
-		return nil, err
-	}
-	f.addFile(&linkedFile{path: hb.Path(), closeFn: hb.Close})
 	if base.PerProducer == nil {
 		// A timed run: producers stop at the deadline, or at the
 		// bitmap's limit.
@@ -302,9 +322,9 @@ func newLeasedRun(f *fleet, base *job, ln *ringLane, s runSpec) (*leasedRun, err
 		return nil, err
 	}
 	f.addFile(seen)
-	base.Lease, base.Heartbeat, base.Seen = true, hb.Path(), seen.path
-	return &leasedRun{f: f, ring: ln, hb: hb, seen: seen, watch: newLeaseWatch(hb, ln.r), base: *base,
-		nextID: s.Consumers, nextIdx: s.Producers + s.Consumers}, nil
+	base.Lease, base.Seen = true, seen.path
+	lr.seen, lr.base = seen, *base
+	return lr, nil
 }
 
 // chaosPlan makes the kill plan of a --chaos run; its progress is what
@@ -324,7 +344,7 @@ func (lr *leasedRun) replaceConsumer(ctx context.Context) error {
 	j.Role, j.Index, j.ID = roleConsumer, lr.nextIdx, lr.nextID
 	lr.nextIdx++
 	lr.nextID++
-	if err := lr.f.spawn(j, nil, lr.ring); err != nil {
+	if err := lr.f.spawn(j, nil, lr.ln); err != nil {
 		return err
 	}
 	return lr.f.awaitLines(func() bool { return lr.f.ctl.isReady(j.Index) })

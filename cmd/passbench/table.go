@@ -96,7 +96,10 @@ func writeRunText(w io.Writer, rep RunReport) error {
 	if tr, err := lookupTransport(rep.Transport); err == nil {
 		fmt.Fprintf(w, "per message: %s\n", tr.About)
 	}
-	if r.Lease {
+	switch {
+	case r.Lease && r.Transport == "deque":
+		fmt.Fprintln(w, "consumers:   lease each message (Claim, verify, mark in the shared bitmap, Ack); every 20 ms the parent repairs the deque, which returns a dead thief's lease to be taken again")
+	case r.Lease:
 		fmt.Fprintln(w, "consumers:   lease each message (Claim, verify, mark in the shared bitmap, Ack), shown in a heartbeat table; the parent's watchdog scans every 20 ms")
 	}
 	if p := r.Pass; p != nil {
@@ -127,6 +130,17 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if d := r.Deque; d != nil {
+		fmt.Fprintf(w, "deque: %d slots of %d bytes; pushes that found it full: %d, steals that found it empty: %d, stolen: %d",
+			r.Capacity, d.SlotBytes, d.FullHits, d.EmptyHits, d.Stolen)
+		if r.Lease {
+			fmt.Fprintf(w, "; claimed: %d, returned: %d, poisoned: %d", d.Claimed, d.Returned, d.Poisoned)
+		}
+		if d.FalseCorrupt > 0 {
+			fmt.Fprintf(w, "; corruption reports that a re-try proved false: %d", d.FalseCorrupt)
+		}
+		fmt.Fprintln(w)
+	}
 	if p := r.Pass; p != nil {
 		fmt.Fprintf(w, "pass: rings of %d slots of %d bytes; executed by the workers that finished: %d (failed %d), results that waited for room: %d, requeued: %d\n",
 			r.Capacity, p.SlotBytes, p.Executed, p.Failed, p.Backpressure, p.Requeued)
@@ -150,7 +164,7 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 	if len(rep.Runs) > 0 {
 		payload = rep.Runs[0].PayloadBytes
 	}
-	fmt.Fprintf(w, "passbench: the shmkit ring against other ways to pass %d-byte messages between processes\n", payload)
+	fmt.Fprintf(w, "passbench: the shmkit ring (and deque) against other ways to pass %d-byte messages between processes\n", payload)
 	writeHeader(w, rep.Envelope)
 	var tput, rtt []*Result
 	for i := range rep.Runs {
@@ -160,7 +174,7 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 			rtt = append(rtt, r)
 		}
 	}
-	fmt.Fprintln(w, "\nthroughput: 1 producer, 1 consumer; latency is one way, send to receive, queueing included")
+	fmt.Fprintln(w, "\nthroughput: 1 producer, 1 consumer unless P×C says otherwise; latency is one way, send to receive, queueing included")
 	if err := writeThroughput(w, tput, find(rep.Runs, kindThroughput, "ring", modePoll)); err != nil {
 		return err
 	}

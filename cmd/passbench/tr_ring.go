@@ -137,17 +137,20 @@ func (e *ringEnd) recv(buf []byte) (int, error) {
 	}
 }
 
-// idle is the polling back-off after the fails-th failed try in a row:
-// pause briefly, then yield between tries, looking at the context now and
-// then.
-func (e *ringEnd) idle(fails int) error {
+// idle is the polling back-off after the fails-th failed try in a row.
+func (e *ringEnd) idle(fails int) error { return pollIdle(e.ctx, fails) }
+
+// pollIdle is the polling back-off (ring and deque) after the fails-th
+// failed try in a row: pause briefly, then yield between tries, looking
+// at the context now and then.
+func pollIdle(ctx context.Context, fails int) error {
 	if fails < pollSpins {
 		pause(pollPause)
 		return nil
 	}
 	runtime.Gosched()
 	if fails%pollCheckEvery == 0 {
-		return e.ctx.Err()
+		return ctx.Err()
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Modes of waiting. Only the ring has both; the kernel transports and the
+// Modes of waiting. Only the ring and the deque have both; the kernel transports and the
 // channel always block, and the spin floor always polls.
 const (
 	modePoll  = "poll"  // busy-poll with non-blocking calls, yielding now and then
@@ -24,6 +24,10 @@ type transportInfo struct {
 	RTT        bool // measurable by `rtt`
 	InProcess  bool // every role is a goroutine of one process (chan)
 
+	Slotted     bool // a file of slots: --capacity a power of two, --slot-size applies (ring, deque)
+	Leases      bool // consumers can lease (run --lease, --chaos): Claim, then Ack
+	OneProducer bool // one producer only (the deque's owner)
+
 	// DefaultRounds is the rtt rounds per mode when --rounds is not given.
 	DefaultRounds map[string]int
 
@@ -34,10 +38,15 @@ type transportInfo struct {
 
 var transports = []*transportInfo{
 	{
-		Name: "ring", Modes: []string{modePoll, modeBlock}, Throughput: true, RTT: true,
+		Name: "ring", Modes: []string{modePoll, modeBlock}, Throughput: true, RTT: true, Slotted: true, Leases: true,
 		About:         "poll: TryPush / TryPop in a loop, with a short pause between failed tries and runtime.Gosched after 64 in a row; block: Push(ctx) / Pop(ctx), which re-try, yield, then sleep on the ring's futex",
 		DefaultRounds: map[string]int{modePoll: 100000, modeBlock: 20000},
 		newLane:       newRingLane, openEnd: openRingEnd,
+	},
+	{
+		Name: "deque", Modes: []string{modePoll, modeBlock}, Throughput: true, Slotted: true, Leases: true, OneProducer: true,
+		About:   "one producer, the deque's owner, pushes at the bottom; consumers are thieves that steal the oldest at the top. poll: TryPush / TrySteal in a loop, backing off as the ring's poll mode does; block: Push(ctx) / Steal(ctx), which re-try, yield, then sleep on the deque's futex",
+		newLane: newDequeLane, openEnd: openDequeEnd,
 	},
 	{
 		Name: "uds", Modes: []string{modeBlock}, Throughput: true, RTT: true,
@@ -111,9 +120,9 @@ type laneConfig struct {
 	Mode          string `json:"mode"`
 	Payload       int    `json:"payload"`
 	Capacity      int    `json:"capacity"`
-	SlotSize      int    `json:"slot_size,omitempty"` // ring: 0 for the smallest that fits Payload
+	SlotSize      int    `json:"slot_size,omitempty"` // ring, deque: 0 for the smallest that fits Payload
 	Participants  int    `json:"participants,omitempty"`
-	DeliveryLimit int    `json:"delivery_limit,omitempty"` // ring: 0 for the default
+	DeliveryLimit int    `json:"delivery_limit,omitempty"` // ring, deque: 0 for the default
 }
 
 // endSpec tells a child process where one end of a lane is: a ring file's

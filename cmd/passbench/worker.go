@@ -33,11 +33,11 @@ type job struct {
 	Record      string     `json:"record,omitempty"`       // consumer: file to list received messages in
 	Corrupt     *corruptAt `json:"corrupt,omitempty"`      // tests only
 
-	// Leased consumption (run --lease or --chaos, ring only): consumers
-	// Claim and Ack, show their leases in the heartbeat table, and mark
-	// what they receive in the shared bitmap.
+	// Leased consumption (run --lease or --chaos, ring and deque):
+	// consumers Claim and Ack, show their leases in the heartbeat table
+	// (ring only), and mark what they receive in the shared bitmap.
 	Lease     bool   `json:"lease,omitempty"`
-	Heartbeat string `json:"heartbeat,omitempty"` // heartbeat table path
+	Heartbeat string `json:"heartbeat,omitempty"` // heartbeat table path; none for a deque
 	Seen      string `json:"seen,omitempty"`      // shared bitmap path
 }
 
@@ -51,6 +51,9 @@ type report struct {
 	Why      string `json:"why,omitempty"`      // consumer: the first verification failure
 	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive
 	Last     int64  `json:"last,omitempty"`     // ... and of the last
+
+	// A deque consumer: ErrCorrupt reports that a re-try proved false.
+	FalseCorrupt int64 `json:"false_corrupt,omitempty"`
 
 	// A pass worker's counters.
 	Pass *sched.PassStats `json:"pass,omitempty"`
@@ -111,11 +114,11 @@ func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint, lk *l
 		return produce(ctx, j, tx, deadline)
 	case roleConsumer:
 		if lk != nil {
-			re, ok := rx.(*ringEnd)
+			le, ok := rx.(leaser)
 			if !ok {
-				return nil, fmt.Errorf("leased consumption needs a ring, not %s", j.Lane.Transport)
+				return nil, fmt.Errorf("leased consumption needs a ring or a deque, not %s", j.Lane.Transport)
 			}
-			return consumeLeased(j, re, lk, ctl.line(j.Index))
+			return consumeLeased(j, le, lk, ctl.line(j.Index))
 		}
 		return consume(j, rx, progress)
 	case roleEcho:
