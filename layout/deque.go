@@ -13,7 +13,7 @@ package layout
 //	 256 | correlation                                                  |
 //	 320 | claimed | acked | returned | poisoned | abandoned | repairs |
 //	     | adopted | rolled_back                                        |
-//	 384 | repair_lock | owner | pending                              |
+//	 384 | repair_lock | owner | pending | burned                     |
 //	 448 +--------------------------------------------------------------+
 //	     | participant[0..P): ctl | start | boot | attached (32 B each) |
 //	     +--------------------------------------------------------------+ (64-aligned)
@@ -54,6 +54,7 @@ const (
 	DequeOffRepairLock  = 384
 	DequeOffOwner       = 392
 	DequeOffPending     = 400
+	DequeOffBurned      = 408
 	DequeOffPeers       = RingOffParticipants
 )
 
@@ -107,6 +108,7 @@ func dequeFieldMap(l *RingLayout) Map {
 		u64("deque.repair_lock", DequeOffRepairLock, "repairer: participant index+1 (0-15), generation (16-39); 0 when free"),
 		u64("deque.owner", DequeOffOwner, "owner: participant index+1 (0-15), generation (16-39); 0 when none"),
 		u64("deque.pending", DequeOffPending, "returned slots waiting to be taken (hint)"),
+		u64("deque.burned", DequeOffBurned, "positions the owner skipped because their slot still held a lease or poison"),
 	}}
 	m.Areas = []Area{
 		PeerArea(DequeOffPeers, l.Participants),

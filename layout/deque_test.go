@@ -12,7 +12,7 @@ func TestDequeControlLines(t *testing.T) {
 		"not-full":    {DequeOffNotFullSeq, DequeOffNotFullW},
 		"correlation": {DequeOffCorrelation},
 		"stats":       {DequeOffClaimed, DequeOffAcked, DequeOffReturned, DequeOffPoisoned, DequeOffAbandoned, DequeOffRepairs, DequeOffAdopted, DequeOffRolledBack},
-		"roles":       {DequeOffRepairLock, DequeOffOwner, DequeOffPending},
+		"roles":       {DequeOffRepairLock, DequeOffOwner, DequeOffPending, DequeOffBurned},
 		"peers":       {DequeOffPeers},
 	}
 	lineOf := map[uint64]string{}

@@ -137,23 +137,12 @@ func StartWithQueues(cfg PassConfig, submit, result transport.Queue) (*PassSched
 	}
 	s.wg.Add(1)
 	go s.every(cfg.BeatInterval, member.Beat)
-	s.wd = NewWatchdog(hb, WatchdogConfig{Stale: cfg.Stale, Rings: ringsOf(submit, result), Events: cfg.Events})
+	s.wd = NewWatchdog(hb, WatchdogConfig{Stale: cfg.Stale, Queues: []Repairable{submit, result}, Events: cfg.Events})
 	if cfg.Watchdog {
 		s.wg.Add(1)
 		go s.every(cfg.WatchdogInterval, func() { s.ScanNow() })
 	}
 	return s, nil
-}
-
-// ringsOf returns the queues that are rings, for the watchdog to repair.
-func ringsOf(qs ...transport.Queue) []*transport.Ring {
-	var out []*transport.Ring
-	for _, q := range qs {
-		if r, ok := q.(*transport.Ring); ok {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // every runs fn at each tick until Stop.

@@ -89,7 +89,15 @@ func schedChild(role string) error {
 		workers, _ := strconv.Atoi(os.Getenv("WORKERS"))
 		cfg := f.config(max(workers, 1))
 		cfg.Label = "test-worker"
-		s, err := Start(cfg)
+		var s *PassScheduler
+		var err error
+		if os.Getenv("SCHED_STEAL") == "1" {
+			// Workers stealing from a deque the submitter owns, results
+			// streamed back through a ring.
+			s, _, _, err = StartByWorkloadShape(cfg, transport.WorkStealingShape(2), transport.StreamingShape(2, 1))
+		} else {
+			s, err = Start(cfg)
+		}
 		if err != nil {
 			return err
 		}

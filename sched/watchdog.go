@@ -24,10 +24,30 @@ type WatchdogConfig struct {
 	// is reported, and its slot is kept until a watchdog that has the ring
 	// reclaims it.
 	Rings []*transport.Ring
+	// Queues are further transports repaired likewise (deques, or rings
+	// behind the transport.Queue interface).
+	Queues []Repairable
 	// Events, if set, receives an exit event when a participant's exit is
 	// final (it unregistered, or was reclaimed); a participant proven dead
 	// that cannot be reclaimed yet is announced as ExitFoundDead first.
 	Events *ExitEvents
+}
+
+// Repairable is a transport file a watchdog can repair: the ring and the
+// deque are.
+type Repairable interface {
+	ID() uint64
+	Path() string
+	Repair() (transport.RepairReport, error)
+}
+
+// repairables lists every transport the watchdog was given.
+func (c WatchdogConfig) repairables() []Repairable {
+	out := make([]Repairable, 0, len(c.Rings)+len(c.Queues))
+	for _, r := range c.Rings {
+		out = append(out, r)
+	}
+	return append(out, c.Queues...)
 }
 
 // Watchdog finds dead and stale participants of a heartbeat table and
@@ -89,7 +109,7 @@ func (w *Watchdog) Scan(apply bool) WatchReport {
 	defer w.mu.Unlock()
 	rep := WatchReport{Table: w.hb.Path(), StaleAfter: w.cfg.Stale, Applied: apply,
 		ringsByID: map[uint64]bool{}, ringRepaired: map[uint64]bool{}}
-	for _, r := range w.cfg.Rings {
+	for _, r := range w.cfg.repairables() {
 		rep.ringsByID[r.ID()] = true
 	}
 	rep.Participants = w.hb.Snapshots()
@@ -113,7 +133,7 @@ func (w *Watchdog) Scan(apply bool) WatchReport {
 		// Every ring is repaired even when no participant of the table
 		// is dead: a process may die after attaching to a ring and
 		// before registering here, and only the ring's own table knows.
-		for _, r := range w.cfg.Rings {
+		for _, r := range w.cfg.repairables() {
 			w.repairRing(&rep, r)
 		}
 	}
@@ -142,7 +162,7 @@ func reclaimedIn(rep WatchReport, slot int) bool {
 	return false
 }
 
-func (w *Watchdog) repairRing(rep *WatchReport, r *transport.Ring) {
+func (w *Watchdog) repairRing(rep *WatchReport, r Repairable) {
 	rr := RingRepair{Path: r.Path(), ID: r.ID()}
 	res, err := r.Repair()
 	rr.Report = res

@@ -40,17 +40,17 @@ type Deque struct {
 	area shm.Words
 	mask uint64
 
-	bottom, pushed, fullHits, ownerPopped *atomic.Uint64
-	top, stolen, emptyHits                *atomic.Uint64
-	correlation, claimed, acked, returned *atomic.Uint64
-	poisoned, abandoned, repairs, adopted *atomic.Uint64
-	rolledBack, ownerWord, pending        *atomic.Uint64
-	notEmptySeq, notEmptyW                *atomic.Uint32
-	notFullSeq, notFullW                  *atomic.Uint32
-	peerTable                             // participants, the repair lock, and our entry (self)
-	id                                    uint64
-	ownerMu                               sync.Mutex // serializes this handle's owner operations
-	owner                                 atomic.Bool
+	bottom, pushed, fullHits, ownerPopped  *atomic.Uint64
+	top, stolen, emptyHits                 *atomic.Uint64
+	correlation, claimed, acked, returned  *atomic.Uint64
+	poisoned, abandoned, repairs, adopted  *atomic.Uint64
+	rolledBack, ownerWord, pending, burned *atomic.Uint64
+	notEmptySeq, notEmptyW                 *atomic.Uint32
+	notFullSeq, notFullW                   *atomic.Uint32
+	peerTable                              // participants, the repair lock, and our entry (self)
+	id                                     uint64
+	ownerMu                                sync.Mutex // serializes this handle's owner operations
+	owner                                  atomic.Bool
 }
 
 // CreateDeque creates a deque file at path (a bare name lives in /dev/shm).
@@ -131,6 +131,7 @@ func viewDeque(reg *shm.Region) (*Deque, error) {
 	d.correlation, d.claimed, d.acked, d.returned = u64(layout.DequeOffCorrelation), u64(layout.DequeOffClaimed), u64(layout.DequeOffAcked), u64(layout.DequeOffReturned)
 	d.poisoned, d.abandoned, d.repairs, d.adopted = u64(layout.DequeOffPoisoned), u64(layout.DequeOffAbandoned), u64(layout.DequeOffRepairs), u64(layout.DequeOffAdopted)
 	d.rolledBack, d.ownerWord, d.pending = u64(layout.DequeOffRolledBack), u64(layout.DequeOffOwner), u64(layout.DequeOffPending)
+	d.burned = u64(layout.DequeOffBurned)
 	d.notEmptySeq, d.notEmptyW = u32(layout.DequeOffNotEmptySeq), u32(layout.DequeOffNotEmptyW)
 	d.notFullSeq, d.notFullW = u32(layout.DequeOffNotFullSeq), u32(layout.DequeOffNotFullW)
 	d.peerTable = newPeerTable(d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock), reg.Path())
@@ -206,7 +207,7 @@ type DequeCounters struct {
 	Claimed, Acked, Returned    uint64
 	Poisoned, Abandoned         uint64
 	Repairs, Adopted            uint64
-	RolledBack, Pending         uint64
+	RolledBack, Pending, Burned uint64
 	Correlation                 uint64
 	Owner                       int // participant index of the owner, -1 for none
 }
@@ -220,7 +221,7 @@ func (d *Deque) Counters() DequeCounters {
 		Claimed: d.claimed.Load(), Acked: d.acked.Load(), Returned: d.returned.Load(),
 		Poisoned: d.poisoned.Load(), Abandoned: d.abandoned.Load(),
 		Repairs: d.repairs.Load(), Adopted: d.adopted.Load(),
-		RolledBack: d.rolledBack.Load(), Pending: d.pending.Load(),
+		RolledBack: d.rolledBack.Load(), Pending: d.pending.Load(), Burned: d.burned.Load(),
 		Correlation: d.correlation.Load(), Owner: -1,
 	}
 	if s := d.ownerStamp(); s != 0 {

@@ -434,3 +434,47 @@ func TestDequeAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d distinct messages taken, want %d", len(count), n)
 	}
 }
+
+// An owner killed right after burning past a held lease: the burned
+// position is stepped over by repair, and the lease is still the holder's.
+func TestDequeCrashAfterBurn(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 4})
+	path := d.Path()
+	th := openThief(t, d)
+	for id := uint64(1); id <= 4; id++ {
+		d.TryPush(encodeMsg(id))
+	}
+	held, err := th.TryClaim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := drainDeque(t, th) // 2, 3, 4
+	d.Close()
+	log := runDequeChild(t, path, "owner", "deque.push.after-burn", 1, "FIRST=5", "COUNT=3")
+	p, err := OpenDeque(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rep, err := p.Repair()
+	if err != nil || !rep.OwnerDied {
+		t.Fatalf("repair %+v %v", rep, err)
+	}
+	if _, err := p.Adopt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.Ack(held); err != nil {
+		t.Fatalf("the burned lease is still held: %v", err)
+	}
+	delivered = append(delivered, 1)
+	for id := uint64(5); id <= 7; id++ {
+		if err := p.TryPush(encodeMsg(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delivered = append(delivered, drainDeque(t, p)...)
+	checkDelivery(t, append(seq(1, 4), log["ok"]...), delivered, nil)
+	if len(delivered) != 7 {
+		t.Fatalf("delivered %v", delivered)
+	}
+}

@@ -95,9 +95,10 @@ func (d *Deque) pushBottom(msg []byte) error {
 			}
 			return nil
 
-		case diff == -1 && sw.State == layout.SlotReturned:
-			// A message handed back in this slot one lap ago: publish it
-			// again here, as the newest, and push ours after it.
+		case (diff == -1 || diff == 0) && sw.State == layout.SlotReturned:
+			// A message handed back in this slot (one lap ago, or at
+			// this very position after the owner popped back below it):
+			// publish it again here, as the newest, and push ours after.
 			if err := sw.Validate(&d.lay); err != nil {
 				return d.corrupt(b, raw, err)
 			}
@@ -108,11 +109,34 @@ func (d *Deque) pushBottom(msg []byte) error {
 				d.pending.Add(math.MaxUint64) // one fewer returned slot
 			}
 
-		case diff == -1 && (sw.State == layout.SlotReading || sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
-			// A consumer still holds the message that was here a lap ago
-			// (or it is poison): the owner cannot pass it (see
-			// docs/design.md: a held lease stalls the owner's pushes
-			// when they come round to its slot).
+		case diff == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
+			// A consumer still holds the message that was here a lap ago,
+			// or it is poison. Skip ("burn") position b rather than stall
+			// behind it: the slot's lap moves to b's, so thieves step over
+			// b as consumed, and Ack or TakePoisoned frees it for the
+			// position one lap on.
+			if err := sw.Validate(&d.lay); err != nil {
+				return d.corrupt(b, raw, err)
+			}
+			moved := sw
+			moved.Lap = lap
+			if w.CompareAndSwap(raw, moved.Pack()) {
+				shm.CrashPoint("deque.push.after-burn")
+				d.bottom.Store(b + 1)
+				d.burned.Add(1)
+			}
+
+		case (diff == 0 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned || (sw.State == layout.SlotReading && sw.Owner != d.self))) ||
+			(diff == 1 && sw.State == layout.SlotFree):
+			// Position b was burned before (the owner has popped back
+			// below it since), and its lease is still held, or a thief
+			// is taking it as a returned message, or it has been freed
+			// meanwhile: step over it again.
+			d.bottom.Store(b + 1)
+
+		case diff == -1 && sw.State == layout.SlotReading:
+			// A thief is copying out the message that was here a lap
+			// ago: it is about to free the slot.
 			return ErrFull
 
 		default:
@@ -217,6 +241,12 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			return n, nil
 
 		case d.consumedAtTop(sw, diff):
+			if p > d.top.Load() {
+				// Not taken at the top (top has not reached p): a
+				// position the owner burned past a held lease. Step
+				// below it and go on popping.
+				continue
+			}
 			// A thief took the last message (it took p at the top, so
 			// everything below p is gone too). Put bottom back.
 			d.bottom.Store(b)
@@ -441,7 +471,9 @@ func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
 	}
 	raw := d.slotWord(l.slot).Load()
 	sw := layout.UnpackSlot(raw)
-	if sw.State != layout.SlotLeased || sw.Owner != d.self || sw.Lap != l.lap {
+	// The lap is not compared: the owner burning past a held lease moves
+	// it on (see pushBottom).
+	if sw.State != layout.SlotLeased || sw.Owner != d.self {
 		return 0, sw, fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, d.Path(), l.slot, sw.State, int(sw.Owner)-1)
 	}
 	if err := sw.Validate(&d.lay); err != nil {

@@ -362,3 +362,67 @@ func TestDequeConcurrentExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// A lease held while the owner comes round to its slot does not stall the
+// owner: it burns the position, and its pops step back over it.
+func TestDequeOwnerBurnsPastHeldLease(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 4})
+	th := openThief(t, d)
+	for i := uint64(0); i < 4; i++ {
+		d.TryPush(u64msg(i))
+	}
+	held, err := th.TryClaim() // message 0, slot 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for i := 0; i < 3; i++ { // messages 1..3 stolen: slots 1..3 free a lap on
+		if _, err := th.TryPop(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Positions 4..7: slot 0 still holds the lease, so position 4 is
+	// burned and 5, 6, 7 take the new messages.
+	for i := uint64(10); i < 13; i++ {
+		if err := d.TryPush(u64msg(i)); err != nil {
+			t.Fatalf("push %d with a lease held: %v", i, err)
+		}
+	}
+	if c := d.Counters(); c.Burned != 1 {
+		t.Fatalf("burned %d, want 1", c.Burned)
+	}
+	// The owner pops all three, newest first, stepping over the hole...
+	for want := uint64(12); want >= 10; want-- {
+		n, err := d.TryPop(buf)
+		if err != nil || binary.LittleEndian.Uint64(buf[:n]) != want {
+			t.Fatalf("pop: %d %v, want %d", binary.LittleEndian.Uint64(buf[:n]), err, want)
+		}
+	}
+	if _, err := d.TryPop(buf); err != ErrEmpty {
+		t.Fatalf("after the hole: %v", err)
+	}
+	// ... and pushes again over it, whether the lease is still held or
+	// acked meanwhile.
+	d.TryPush(u64msg(20)) // position 5 after stepping over 4
+	if err := th.Ack(held); err != nil {
+		t.Fatalf("ack of a burned lease: %v", err)
+	}
+	d.TryPush(u64msg(21))
+	got := []uint64{}
+	for {
+		n, err := th.TryPop(buf)
+		if err == ErrEmpty {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, binary.LittleEndian.Uint64(buf[:n]))
+	}
+	if len(got) != 2 || got[0] != 20 || got[1] != 21 {
+		t.Fatalf("stole %v, want [20 21]", got)
+	}
+	if rep := d.Scan(); rep.Problems != 0 || d.Len() != 0 {
+		t.Fatalf("scan %+v, len %d", rep, d.Len())
+	}
+}
