@@ -229,7 +229,10 @@ func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 	}
 	home := layout.HashMapHash(key) & m.mask
 	hl := m.home(home)
-	mine := m.lockHome(hl)
+	mine, err := m.lockHome(hl, home)
+	if err != nil {
+		return false, err
+	}
 	shm.CrashPoint("hashmap.put.after-home-lock")
 	inserted, err = m.put(home, key, value)
 	hl.CompareAndSwap(mine, 0)
@@ -335,9 +338,12 @@ func (m *HashMap) Delete(key []byte) error {
 	}
 	home := layout.HashMapHash(key) & m.mask
 	hl := m.home(home)
-	mine := m.lockHome(hl)
+	mine, err := m.lockHome(hl, home)
+	if err != nil {
+		return err
+	}
 	shm.CrashPoint("hashmap.delete.after-home-lock")
-	err := m.delete(home, key)
+	err = m.delete(home, key)
 	hl.CompareAndSwap(mine, 0)
 	return err
 }
@@ -432,18 +438,27 @@ func (m *HashMap) find(home uint64, key []byte) (hmFind, error) {
 	return f, nil
 }
 
+// hmHomeWaitMax bounds a wait for a home lock whose holder is alive: a
+// writer holds it for the few hundred nanoseconds of one Put or Delete, so
+// a holder that keeps it this long is stopped (SIGSTOP, a debugger) or the
+// word is corrupt (it names a live participant that does not hold it).
+// A variable so that tests can shorten it.
+var hmHomeWaitMax = time.Second
+
 // lockHome takes the home lock word hl for this participant and returns
 // the value it stored. A holder is replaced only once proven dead (or when
 // the word names no possible holder), as peerTable.takeRole does; other
 // goroutines of this handle hold it with the same value and are waited
-// for like anyone else.
-func (m *HashMap) lockHome(hl *atomic.Uint64) uint64 {
+// for like anyone else. A live holder is waited for at most
+// hmHomeWaitMax: then ErrDeadlineOrClose.
+func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 	mine := m.myLock()
+	var since time.Time
 	for spin := 0; ; spin++ {
 		v := hl.Load()
 		if v == 0 {
 			if hl.CompareAndSwap(0, mine) {
-				return mine
+				return mine, nil
 			}
 			continue
 		}
@@ -451,12 +466,21 @@ func (m *HashMap) lockHome(hl *atomic.Uint64) uint64 {
 			spinPause()
 			continue
 		}
-		if (spin-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 && !m.holderAlive(v) {
-			if hl.CompareAndSwap(v, mine) {
-				m.homeTakeovers.Add(1)
-				return mine
+		if spin == hmHomeSpins {
+			since = time.Now()
+		}
+		if (spin-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 {
+			if !m.holderAlive(v) {
+				if hl.CompareAndSwap(v, mine) {
+					m.homeTakeovers.Add(1)
+					return mine, nil
+				}
+				continue
 			}
-			continue
+			if time.Since(since) > hmHomeWaitMax {
+				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d for over %v (stopped, or the word %#x is corrupt)",
+					ErrDeadlineOrClose, m.Path(), bucket, v&0xffff-1, hmHomeWaitMax, v)
+			}
 		}
 		if spin < hmHomeSleepAfter {
 			runtime.Gosched()

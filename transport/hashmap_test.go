@@ -653,3 +653,44 @@ func TestHashMapNoDuplicateInserts(t *testing.T) {
 		t.Fatalf("Len %d after deleting everything", m.Len())
 	}
 }
+
+// TestHashMapHomeLockHolders: a home lock held by a live participant is
+// waited for (here: it stays held, so the wait ends with
+// ErrDeadlineOrClose after hmHomeWaitMax); a word naming no possible
+// holder is taken over.
+func TestHashMapHomeLockHolders(t *testing.T) {
+	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
+	hmHomeWaitMax = 30 * time.Millisecond
+	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8})
+	o := openHashMap(t, m.Path())
+	key := []byte("k")
+	home := m.home(layout.HashMapHash(key) & m.mask)
+	for _, held := range []uint64{o.myLock(), m.myLock()} { // another handle; this handle's other goroutine
+		home.Store(held)
+		start := time.Now()
+		if _, err := m.Put(key, []byte("v")); !errors.Is(err, ErrDeadlineOrClose) {
+			t.Fatalf("Put under a live holder: %v", err)
+		}
+		if err := m.Delete(key); !errors.Is(err, ErrDeadlineOrClose) {
+			t.Fatalf("Delete under a live holder: %v", err)
+		}
+		if d := time.Since(start); d < 2*hmHomeWaitMax {
+			t.Fatalf("gave up after %v", d)
+		}
+		if home.Load() != held {
+			t.Fatal("the live holder's lock was taken")
+		}
+	}
+	for _, junk := range []uint64{1 << 40, 0xffff, uint64(0x7f)<<16 | 1} { // out of range; no such entry; wrong generation
+		home.Store(junk)
+		if _, err := m.Put(key, []byte("v")); err != nil {
+			t.Fatalf("Put under home lock word %#x: %v", junk, err)
+		}
+		if home.Load() != 0 {
+			t.Fatalf("home lock %#x after Put", home.Load())
+		}
+	}
+	if c := m.Counters(); c.HomeTakeovers != 3 {
+		t.Fatalf("counters %+v", c)
+	}
+}
