@@ -128,11 +128,11 @@ func decodeRole(raw, participants uint64) roleWord {
 // its entry is proven dead, or no longer has the generation the word
 // records (freed and perhaps taken again since). It reads the entry's
 // control word from the mapping: run it under guard.
-func (o roleWord) holderGone(l *layout.RingLayout, base uint64, mem []byte, peers []transport.PeerStatus) bool {
+func (o roleWord) holderGone(peerOff func(uint64) uint64, base uint64, mem []byte, peers []transport.PeerStatus) bool {
 	if o.none || o.corrupt || o.index >= len(peers) {
 		return false
 	}
-	return peers[o.index].Dead || layout.UnpackPeer(load64(mem, base+l.ParticipantOff(uint64(o.index)))).Gen != o.gen
+	return peers[o.index].Dead || layout.UnpackPeer(load64(mem, base+peerOff(uint64(o.index)))).Gen != o.gen
 }
 
 // dequeSlotCounts is the number of slots in each class (a deque's

@@ -34,7 +34,7 @@ func planDequeRepair(c *cli.Context, path string) (repairReport, error) {
 		mem := reg.Bytes()
 		scan := d.Scan()
 		owner := decodeRole(load64(mem, base+layout.DequeOffOwner), l.Participants)
-		ownerGone := owner.corrupt || owner.holderGone(&l, base, mem, scan.Peers)
+		ownerGone := owner.corrupt || owner.holderGone(l.ParticipantOff, base, mem, scan.Peers)
 		planDequeSlots(&rep, &l, scan, owner, ownerGone)
 		if ownerGone {
 			a := repairAction{Target: "deque.owner", Kind: "dead_owner", Action: actFreeOwner}

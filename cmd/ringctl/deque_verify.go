@@ -47,10 +47,10 @@ func verifyDeque(path string, d *transport.Deque, mem []byte) (verifyReport, err
 	switch {
 	case owner.corrupt:
 		add("bad_owner", "deque.owner", ownerOff, "word %#016x names no entry of the table of %d participants: ringctl repair frees the role, then a process must call Adopt", owner.raw, l.Participants)
-	case owner.holderGone(&l, base, mem, scan.Peers) && scan.Peers[owner.index].Dead:
+	case owner.holderGone(l.ParticipantOff, base, mem, scan.Peers) && scan.Peers[owner.index].Dead:
 		p := scan.Peers[owner.index]
 		add("dead_owner", "deque.owner", ownerOff, "the owner, participant %d, %s, is proven dead (%s): ringctl repair undoes its half-done push or pop at the bottom and frees the role; a process must then call Adopt", owner.index, p.ID, p.Reason)
-	case owner.holderGone(&l, base, mem, scan.Peers):
+	case owner.holderGone(l.ParticipantOff, base, mem, scan.Peers):
 		add("dead_owner", "deque.owner", ownerOff, "the owner word names participant %d at generation %d, an entry freed since: ringctl repair frees the role; a process must then call Adopt", owner.index, owner.gen)
 	}
 	returned := uint64(0)
@@ -68,7 +68,7 @@ func verifyDeque(path string, d *transport.Deque, mem []byte) (verifyReport, err
 		add("pending_hint", "deque.pending", base+layout.DequeOffPending,
 			"hint %d is below the %d returned slots: consumers may not look for them; ringctl repair raises it", p, returned)
 	}
-	checkPeers(add, &l, base, mem, scan.Peers, "deque.repair_lock", base+layout.DequeOffRepairLock,
+	checkPeers(add, l.Participants, l.ParticipantOff, base, mem, scan.Peers, "deque.repair_lock", base+layout.DequeOffRepairLock,
 		"marked dead, what it held not yet recovered")
 	rep.Clean = len(rep.Problems) == 0
 	return rep, nil

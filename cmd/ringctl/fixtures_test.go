@@ -104,7 +104,77 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	le.PutUint64(b[layout.HeaderSize+layout.HBOffRegistered:], 1)
 	fx["heartbeat.shm"] = b
 	addDequeFixtures(t, dir, fx)
+	addMapFixtures(t, dir, fx)
 	return fx
+}
+
+// addMapFixtures adds the hash map fixtures (kind 4): 8 buckets, keys and
+// values up to 16 bytes, 4 participants.
+//
+//	hashmap.shm       alpha=one (put, then updated), beta deleted (a
+//	                  tombstone), gamma=3; nobody attached
+//	hashmap-dead.shm  participant 0 (pid 2147483646) died updating alpha
+//	                  (its bucket locked, its home lock held) and inserting
+//	                  delta (a bucket left inserting)
+func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
+	path := filepath.Join(dir, "gen-map")
+	m, err := transport.CreateHashMap(path, transport.HashMapConfig{Capacity: 8, KeySize: 16, ValueSize: 16, Participants: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"alpha", "1"}, {"beta", "2"}, {"gamma", "3"}, {"alpha", "one"}} {
+		if _, err := m.Put([]byte(kv[0]), []byte(kv[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Delete([]byte("beta")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base := readFixed(t, path)
+	l, err := layout.NewHashMapLayout(layout.HashMapGeometry(8, 16, 16, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < l.Participants; i++ { // what the closed handle's entry kept
+		off := layout.HeaderSize + l.ParticipantOff(i)
+		clear(base[off+8 : off+layout.PeerEntrySize])
+	}
+	fx["hashmap.shm"] = base
+
+	le := binary.LittleEndian
+	b := bytes.Clone(base)
+	bucket := func(i uint64) uint64 { return layout.HeaderSize + l.BucketOff(i) }
+	e0 := layout.HeaderSize + l.ParticipantOff(0)
+	gen := layout.UnpackPeer(le.Uint64(b[e0:])).Gen
+	le.PutUint64(b[e0:], layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: deadPID}.Pack())
+	le.PutUint64(b[e0+8:], 987654)
+	le.PutUint64(b[e0+24:], uint64(fixtureCreated+int64(time.Second)))
+	lock := 1 | uint64(gen)<<16
+	alpha, empty := -1, -1
+	for i := uint64(0); i < l.Capacity; i++ {
+		w := layout.UnpackHashMapWord(le.Uint64(b[bucket(i):]))
+		kl := uint64(le.Uint32(b[bucket(i)+layout.HashMapBucketKeyLen:]))
+		switch {
+		case w.State == layout.BucketFull && string(b[bucket(i)+layout.HashMapBucketKey:][:kl]) == "alpha":
+			alpha = int(i)
+		case w.State == layout.BucketEmpty && empty < 0:
+			empty = int(i)
+		}
+	}
+	if alpha < 0 || empty < 0 {
+		t.Fatalf("alpha in bucket %d, first empty bucket %d", alpha, empty)
+	}
+	w := layout.UnpackHashMapWord(le.Uint64(b[bucket(uint64(alpha)):]))
+	w.Owner = 1
+	le.PutUint64(b[bucket(uint64(alpha)):], w.Pack())
+	le.PutUint64(b[bucket(layout.HashMapHash([]byte("alpha"))&(l.Capacity-1))+layout.HashMapBucketHomeLock:], lock)
+	le.PutUint64(b[bucket(uint64(empty)):], layout.HashMapWord{State: layout.BucketInserting, Owner: 1}.Pack())
+	le.PutUint32(b[bucket(uint64(empty))+layout.HashMapBucketKeyLen:], 5)
+	copy(b[bucket(uint64(empty))+layout.HashMapBucketKey:], "delta")
+	fx["hashmap-dead.shm"] = b
 }
 
 // Fixture deque geometry: the ring's.

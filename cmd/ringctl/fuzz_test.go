@@ -13,7 +13,7 @@ import (
 
 // fuzzBases are the files FuzzInspectors patches; base 0 is no file at
 // all, only the fuzzer's bytes.
-var fuzzBases = []string{"", "ring.shm", "orphaned.shm", "heartbeat.shm", "badlength.shm", "deque-deadowner.shm"}
+var fuzzBases = []string{"", "ring.shm", "orphaned.shm", "heartbeat.shm", "badlength.shm", "deque-deadowner.shm", "hashmap-dead.shm"}
 
 // fuzzCommands are the read-only commands FuzzInspectors runs; FILE is the
 // fuzzed file.

@@ -33,7 +33,7 @@ func hexdumpCommand() *cli.Command {
 		ArgsUsage: "PATH [--header | --slot I | --range A:B]",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "header", Usage: "only the common header"},
-			&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload)"},
+			&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload), or bucket I of a hash map"},
 			&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
 			cliutil.AllowModeFlag(),
 		},
@@ -133,18 +133,31 @@ func runHexdump(c *cli.Context, path string) error {
 			l, err = ringLayout(path, h)
 		case layout.KindDeque:
 			l, err = dequeLayout(path, h)
+		case layout.KindHashMap:
+			ml, err := mapLayout(path, h)
+			if err != nil {
+				return err
+			}
+			i := c.Int("slot")
+			if i < 0 || uint64(i) >= ml.Capacity {
+				return cliutil.Usage("hexdump: --slot %d: the hashmap has buckets 0 to %d", i, ml.Capacity-1)
+			}
+			lo = int64(h.HeaderSize) + int64(ml.BucketOff(uint64(i)))
+			hi = lo + int64(ml.BucketSize)
 		default:
-			return cliutil.Usage("hexdump: --slot applies to rings and deques; %s is a %s", path, h.Kind)
+			return cliutil.Usage("hexdump: --slot applies to rings, deques and hash maps; %s is a %s", path, h.Kind)
 		}
 		if err != nil {
 			return err
 		}
-		i := c.Int("slot")
-		if i < 0 || uint64(i) >= l.Capacity {
-			return cliutil.Usage("hexdump: --slot %d: the %s has slots 0 to %d", i, h.Kind, l.Capacity-1)
+		if h.Kind != layout.KindHashMap {
+			i := c.Int("slot")
+			if i < 0 || uint64(i) >= l.Capacity {
+				return cliutil.Usage("hexdump: --slot %d: the %s has slots 0 to %d", i, h.Kind, l.Capacity-1)
+			}
+			lo = int64(h.HeaderSize) + int64(l.SlotOff(uint64(i)))
+			hi = lo + int64(l.SlotSize)
 		}
-		lo = int64(h.HeaderSize) + int64(l.SlotOff(uint64(i)))
-		hi = lo + int64(l.SlotSize)
 	case c.IsSet("range"):
 		if lo, hi, err = clampRange(rng, size); err != nil {
 			return err

@@ -17,10 +17,10 @@ import (
 func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
-		Usage:     "show a ring's or deque's header, counters and slot states (read-only)",
+		Usage:     "show a ring's, deque's or hash map's header, counters and slot or bucket states (read-only)",
 		ArgsUsage: "PATH [--slots] [--json]",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free"},
+			&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free (for a hash map: every bucket that is not empty)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"},
 			cliutil.AllowModeFlag(),
 		},
@@ -128,6 +128,8 @@ func runInspect(c *cli.Context, path string) error {
 		return err
 	case kind == layout.KindDeque:
 		return runInspectDeque(c, path)
+	case kind == layout.KindHashMap:
+		return runInspectMap(c, path)
 	}
 	r, err := openView(c, path)
 	if err != nil {

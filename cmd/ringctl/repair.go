@@ -21,7 +21,7 @@ import (
 func repairCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "repair",
-		Usage: "recover what dead processes left in a ring or deque (dry run unless --apply)",
+		Usage: "recover what dead processes left in a ring, deque or hash map (dry run unless --apply)",
 		Description: "Lists every slot and participant entry whose owner is proven dead (pid and start time, or\n" +
 			"another boot; never a timeout) and exactly what a repair does to each; without --apply\n" +
 			"nothing is changed, and the exit status is 1 when there is something to repair. With\n" +
@@ -54,6 +54,7 @@ type repairReport struct {
 	Backup    string         `json:"backup,omitempty"`
 	Result    *repairResult  `json:"result,omitempty"`
 	deque     bool           // for the text: the file is a deque
+	hashmap   bool           // or a hash map
 }
 
 // repairAction is one thing found and what a repair does about it.
@@ -78,6 +79,10 @@ type repairResult struct {
 	Problems         []string   `json:"problems"`
 	Published        *int       `json:"published,omitempty"`  // deques only
 	OwnerDied        *bool      `json:"owner_died,omitempty"` // deques only
+	// Hash maps only.
+	Tombstoned        *int `json:"tombstoned,omitempty"`
+	Unlocked          *int `json:"unlocked,omitempty"`
+	HomeLocksReleased *int `json:"home_locks_released,omitempty"`
 }
 
 type deadJSON struct {
@@ -120,7 +125,19 @@ func runRepair(c *cli.Context, path string) error {
 		return err
 	}
 	var rep repairReport
-	if kind == layout.KindDeque {
+	if kind == layout.KindHashMap {
+		if hbPath != "" {
+			return cliutil.Usage("repair: --heartbeat applies to rings (a watchdog repairs rings only); %s is a hashmap", path)
+		}
+		if rep, err = planMapRepair(c, path); err != nil {
+			return err
+		}
+		if apply && rep.ToRepair > 0 {
+			if err := applyMapRepair(c, path, &rep); err != nil {
+				return err
+			}
+		}
+	} else if kind == layout.KindDeque {
 		if hbPath != "" {
 			return cliutil.Usage("repair: --heartbeat applies to rings (a watchdog repairs rings only); %s is a deque", path)
 		}
@@ -454,6 +471,9 @@ func writeRepair(w io.Writer, rep repairReport) error {
 	fmt.Fprintln(w)
 	if rep.deque {
 		return writeDequeResult(w, res)
+	}
+	if rep.hashmap {
+		return writeMapResult(w, res)
 	}
 	rows := [][]string{
 		{"dead participants freed or marked", strconv.Itoa(len(res.DeadParticipants))},

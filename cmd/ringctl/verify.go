@@ -14,7 +14,7 @@ import (
 func verifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "verify",
-		Usage: "check every invariant of a ring or deque file and list each problem with its location (read-only)",
+		Usage: "check every invariant of a ring, deque or hash map file and list each problem with its location (read-only)",
 		Description: "A header that does not validate (magic, version, flags, checksum, kind, geometry, size\n" +
 			"against the file, ready word) makes the file unusable: one line on stderr, exit 3. Otherwise\n" +
 			"every check below runs, and each problem is listed with its location and file offset:\n" +
@@ -35,6 +35,7 @@ type verifyReport struct {
 	Checked  verifyChecked   `json:"checked"`
 	Problems []verifyProblem `json:"problems"`
 	deque    bool            // for the text: what was checked
+	hashmap  bool
 }
 
 type verifyChecked struct {
@@ -57,7 +58,20 @@ func runVerify(c *cli.Context, path string) error {
 		return err
 	}
 	var rep verifyReport
-	if kind == layout.KindDeque {
+	if kind == layout.KindHashMap {
+		m, reg, err := openMapViewBytes(c, path)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		defer reg.Close()
+		if err := guard(path, func() error {
+			rep, err = verifyMap(path, m, reg.Bytes())
+			return err
+		}); err != nil {
+			return err
+		}
+	} else if kind == layout.KindDeque {
 		d, reg, err := openDequeViewBytes(c, path)
 		if err != nil {
 			return err
@@ -119,7 +133,7 @@ func verifyRing(path string, r *transport.Ring, mem []byte) (verifyReport, error
 		add("head_tail", "ring.tail", base+layout.RingOffTail, "tail %d is more than 3 laps ahead of head %d", tail, head)
 	}
 	checkSlots(add, &l, base, mem, scan.Slots, head, tail, nil)
-	checkPeers(add, &l, base, mem, scan.Peers, "ring.repair_lock", base+layout.RingOffRepairLock,
+	checkPeers(add, l.Participants, l.ParticipantOff, base, mem, scan.Peers, "ring.repair_lock", base+layout.RingOffRepairLock,
 		"marked dead by a repair that could not finish (messages deferred for room)")
 	rep.Clean = len(rep.Problems) == 0
 	return rep, nil
@@ -207,9 +221,9 @@ func checkSlots(add addFunc, l *layout.RingLayout, base uint64, mem []byte, slot
 // checkPeers checks the participant entries and the repair lock (at
 // lockOff, named lockLoc). markedDead says why an entry can be left
 // marked dead by a repair.
-func checkPeers(add addFunc, l *layout.RingLayout, base uint64, mem []byte, peers []transport.PeerStatus, lockLoc string, lockOff uint64, markedDead string) {
+func checkPeers(add addFunc, participants uint64, peerOff func(uint64) uint64, base uint64, mem []byte, peers []transport.PeerStatus, lockLoc string, lockOff uint64, markedDead string) {
 	for _, p := range peers {
-		off := base + l.ParticipantOff(uint64(p.Index))
+		off := base + peerOff(uint64(p.Index))
 		loc := fmt.Sprintf("participant[%d].ctl", p.Index)
 		ctl := layout.UnpackPeer(load64(mem, off))
 		switch {
@@ -223,13 +237,13 @@ func checkPeers(add addFunc, l *layout.RingLayout, base uint64, mem []byte, peer
 			add("dead_participant", loc, off, "%s entry of %s, proven dead (%s): ringctl repair frees it", p.State, p.ID, p.Reason)
 		}
 	}
-	lock := decodeRole(load64(mem, lockOff), l.Participants)
+	lock := decodeRole(load64(mem, lockOff), participants)
 	switch {
 	case lock.corrupt:
-		add("repair_lock", lockLoc, lockOff, "word %#016x names no entry of the table of %d participants", lock.raw, l.Participants)
-	case lock.holderGone(l, base, mem, peers) && peers[lock.index].Dead:
+		add("repair_lock", lockLoc, lockOff, "word %#016x names no entry of the table of %d participants", lock.raw, participants)
+	case lock.holderGone(peerOff, base, mem, peers) && peers[lock.index].Dead:
 		add("repair_lock", lockLoc, lockOff, "held by participant %d, %s, proven dead: the next repair takes it over", lock.index, peers[lock.index].ID)
-	case lock.holderGone(l, base, mem, peers):
+	case lock.holderGone(peerOff, base, mem, peers):
 		add("repair_lock", lockLoc, lockOff, "held by participant %d at generation %d, an entry freed since: the next repair takes it over", lock.index, lock.gen)
 	}
 }
@@ -242,6 +256,11 @@ func abs(v int32) int32 {
 }
 
 func writeVerify(w io.Writer, rep verifyReport) error {
+	if rep.Clean && rep.hashmap {
+		_, err := fmt.Fprintf(w, "%s: clean (header, %d buckets and their home locks, %d participant entries and the repair lock checked)\n",
+			rep.Path, rep.Checked.Slots, rep.Checked.Participants)
+		return err
+	}
 	if rep.Clean && rep.deque {
 		_, err := fmt.Fprintf(w, "%s: clean (header, top and bottom, the owner, the pending hint, %d slots, %d participant entries and the repair lock checked)\n",
 			rep.Path, rep.Checked.Slots, rep.Checked.Participants)
