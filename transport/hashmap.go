@@ -165,8 +165,13 @@ func (m *HashMap) ValueSize() int { return int(m.lay.ValueSize) }
 // attached (read-only or closed).
 func (m *HashMap) Participant() int { return int(m.self) - 1 }
 
-// Peers reports every participant entry.
-func (m *HashMap) Peers() []PeerStatus { return m.all() }
+// Peers reports every participant entry (none once closed).
+func (m *HashMap) Peers() []PeerStatus {
+	if m.area == nil {
+		return nil
+	}
+	return m.all()
+}
 
 // Close detaches from the participant table and unmaps the file. Entries
 // stay in the file. No lock is held between calls, so there is nothing
