@@ -32,9 +32,8 @@ const (
 	hmHomeSleep      = 20 * time.Microsecond
 	// A bucket of our key locked by someone else while we hold the key's
 	// home lock can only be a dead writer's (or corrupt): it is judged at
-	// once, and after this many judgments that find its owner alive the
-	// bucket is reported corrupt.
-	hmLockedJudgments = 20
+	// once, and again after pauses growing to this, for hmHomeWaitMax.
+	hmLockedPauseMax = time.Millisecond
 )
 
 // probe outcomes of one bucket.
@@ -240,13 +239,14 @@ func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 }
 
 func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
+	var healing time.Time
 	for round := 0; round < hmWriteRounds; round++ {
 		f, err := m.find(home, key)
 		if err != nil {
 			return false, err
 		}
 		if f.found {
-			done, err := m.update(f.idx, f.raw, value, round)
+			done, err := m.update(f.idx, f.raw, value, round, &healing)
 			if done || err != nil {
 				return false, err
 			}
@@ -271,10 +271,10 @@ func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
 // update replaces the value of the entry in bucket i (control word raw,
 // full) while the home lock is held. It returns false to make the caller
 // look again.
-func (m *HashMap) update(i, raw uint64, value []byte, round int) (bool, error) {
+func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.Time) (bool, error) {
 	w := layout.UnpackHashMapWord(raw)
 	if w.Owner != 0 {
-		return false, m.healLocked(i, raw, round)
+		return false, m.healLocked(i, raw, round, healing)
 	}
 	ctl := m.ctl(i)
 	locked := w
@@ -349,6 +349,7 @@ func (m *HashMap) Delete(key []byte) error {
 }
 
 func (m *HashMap) delete(home uint64, key []byte) error {
+	var healing time.Time
 	for round := 0; round < hmWriteRounds; round++ {
 		f, err := m.find(home, key)
 		if err != nil {
@@ -359,7 +360,7 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 		}
 		w := layout.UnpackHashMapWord(f.raw)
 		if w.Owner != 0 {
-			if err := m.healLocked(f.idx, f.raw, round); err != nil {
+			if err := m.healLocked(f.idx, f.raw, round, &healing); err != nil {
 				return err
 			}
 			continue
@@ -493,19 +494,23 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 // healLocked handles a bucket of our key found locked by someone else
 // while we hold the key's home lock. Only a writer that held the home lock
 // before us can have locked it, and we hold it because that writer was
-// proven dead: the bucket is rolled back. An owner not proven dead (memory
-// corrupt, or its liveness unreadable) is judged again a few times, then
-// reported.
-func (m *HashMap) healLocked(i, raw uint64, round int) error {
+// proven dead: the bucket is rolled back. An owner not proven dead (its
+// entry is being taken over by a process that is rolling the bucket back
+// right now, its liveness is unreadable, or the word is corrupt) is judged
+// again after a pause, and after hmHomeWaitMax (counted from *since, set
+// on the first call) the bucket is reported corrupt.
+func (m *HashMap) healLocked(i, raw uint64, round int, since *time.Time) error {
 	owner := layout.UnpackHashMapWord(raw).Owner
 	if m.stampDead(owner) {
 		m.rollBack(i, raw)
 		return nil
 	}
-	if round >= hmLockedJudgments {
-		return m.corruptBucket(i, raw, fmt.Errorf("locked by participant %d, not proven dead, while this writer holds the key's home lock", owner-1))
+	if since.IsZero() {
+		*since = time.Now()
+	} else if time.Since(*since) > hmHomeWaitMax {
+		return m.corruptBucket(i, raw, fmt.Errorf("locked for over %v by participant %d, not proven dead, while this writer holds the key's home lock", hmHomeWaitMax, owner-1))
 	}
-	time.Sleep(time.Duration(round+1) * 50 * time.Microsecond)
+	time.Sleep(min(time.Duration(round+1)*50*time.Microsecond, hmLockedPauseMax))
 	return nil
 }
 
