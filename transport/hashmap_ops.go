@@ -216,6 +216,12 @@ func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok 
 // the key's probe sequence (that is, none at all) gets ErrFull. Put is
 // atomic for readers: they see the old value (or no entry) until the one
 // store that publishes the new value, and the new value after it.
+//
+// Writers of keys with the same home bucket take turns. A turn held by a
+// process proven dead is taken over, and whatever that process left
+// half-done on the key is rolled back first; a turn held by a live process
+// for over a second (one stopped by a signal or a debugger) gives
+// ErrDeadlineOrClose. The same holds for Delete.
 func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 	if m.self == 0 || m.area == nil {
 		return false, ErrNotAttached
