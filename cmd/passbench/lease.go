@@ -462,10 +462,13 @@ func (w *leaseWatch) scan() (clean bool, why string) {
 }
 
 // scanDeque repairs the deque and reports whether everything is clean:
-// no dead participant, nothing orphaned or corrupt (poison aside).
-// Returned messages are no problem: consumers take them before anything
-// newer, so before the end markers. reclaimed counts the dead thieves'
-// entries the repairs freed.
+// no dead participant, nothing orphaned or corrupt (poison aside), and no
+// returned message left: the live thieves must have taken every message
+// a repair returned before the end markers go in, for a thief takes
+// returned messages only when it gets round to them (first, or once the
+// deque is otherwise empty, depending on the deque's version), and the
+// markers would otherwise end the run first. reclaimed counts the dead
+// thieves' entries the repairs freed.
 func (w *leaseWatch) scanDeque() (clean bool, why string) {
 	rr, rerr := w.deque.Repair()
 	w.mu.Lock()
@@ -484,6 +487,8 @@ func (w *leaseWatch) scanDeque() (clean bool, why string) {
 		return false, rerr.Error()
 	case problems > 0:
 		return false, fmt.Sprintf("%d deque slots orphaned or corrupt, or a dead owner", problems)
+	case sc.States[layout.SlotReturned] > 0:
+		return false, fmt.Sprintf("%d returned messages not yet taken again", sc.States[layout.SlotReturned])
 	}
 	for _, p := range sc.Peers {
 		if p.Dead {

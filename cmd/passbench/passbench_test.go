@@ -410,9 +410,12 @@ func TestUsageErrors(t *testing.T) {
 // A run that cannot finish must end at its deadline or on cancellation,
 // with every process reaped and nothing left in /dev/shm.
 func TestAbortPaths(t *testing.T) {
-	for _, tr := range []string{"ring", "pipe", "chan"} {
+	for _, tr := range []string{"ring", "deque", "pipe", "chan"} {
 		huge := testRunSpec(tr, "")
 		huge.Messages, huge.Duration = 0, time.Hour
+		if tr == "deque" {
+			huge.Producers = 1
+		}
 		t.Run(tr+"/cancel", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 			defer cancel()
