@@ -50,6 +50,7 @@ type Deque struct {
 	peerTable                              // participants, the repair lock, and our entry (self)
 	id                                     uint64
 	ownerMu                                sync.Mutex // serializes this handle's owner operations
+	topSeen                                uint64     // the owner's last look at top (under ownerMu): re-read only when the deque looks full
 	owner                                  atomic.Bool
 }
 

@@ -22,8 +22,9 @@ import (
 //     can tell them apart and never moves top past a position the owner
 //     may push again.
 //   - A message handed back (Release, a dead consumer) is RETURNED in its
-//     own slot below top; consumers take returned messages first, and the
-//     owner re-publishes one in place when its push reaches that slot.
+//     own slot below top; consumers that find the deque otherwise empty
+//     take it, and the owner re-publishes it in place when its push
+//     reaches that slot.
 
 // maxStaleRetries bounds how often a steal re-reads top, bottom and the
 // slot when they disagree only because the owner is mid-operation.
@@ -62,7 +63,14 @@ func (d *Deque) ownerCheck(n int) error {
 func (d *Deque) pushBottom(msg []byte) error {
 	for {
 		b := d.bottom.Load()
-		t := d.top.Load()
+		// top's line is written by every steal: read it only when the
+		// deque looks full by the last value seen (top never moves back,
+		// so a stale value can only make it look fuller).
+		t := d.topSeen
+		if b-t >= d.lay.Capacity || b < t {
+			t = d.top.Load()
+			d.topSeen = t
+		}
 		if b-t >= d.lay.Capacity && b >= t {
 			return ErrFull
 		}
@@ -297,19 +305,23 @@ func (d *Deque) consumedAtTop(sw layout.SlotWord, diff int32) bool {
 // stamped with this participant, and advances top. Returned messages are
 // taken first; messages delivered DeliveryLimit times become poison.
 func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
-	if d.pending.Load() != 0 {
-		if l, err := d.takeReturned(state, room); err != ErrEmpty {
-			return l, err
-		}
-	}
 	stale := 0
 	for {
 		t := d.top.Load()
 		b := d.bottom.Load()
 		if t >= b {
+			if d.pending.Load() != 0 {
+				return d.takeReturned(state, room)
+			}
 			return Lease{}, ErrEmpty
 		}
 		if b-t > d.lay.Capacity {
+			// Our top may be stale: others took messages and the owner
+			// pushed more between the two loads. top never moves back,
+			// so if it has not moved, bottom really was that far ahead.
+			if d.top.Load() != t {
+				continue
+			}
 			return Lease{}, fmt.Errorf("%w: %s: top %d and bottom %d are more than a deque apart", ErrCorrupt, d.Path(), t, b)
 		}
 		lap := d.lay.LapOf(t)
@@ -369,9 +381,19 @@ func (d *Deque) poison(t, raw uint64, sw layout.SlotWord) {
 	}
 }
 
-// takeReturned takes a returned message, if there is one.
+// takeReturned takes a returned message, if there is one. It scans the
+// slots: it runs only when the deque is otherwise empty and the pending
+// count says there is something to find.
+//
+// pending is counted after each mark and uncounted after each take, and
+// never reset: a reset by a scan that found nothing could race with a
+// take not yet uncounted and a mark not yet counted and leave pending at
+// 0 with a returned message in a slot, hidden. So it is exact once the
+// operations in flight finish; a process killed between marking and
+// counting leaves it short (Repair recounts, and the owner re-publishes
+// the message when its pushes reach the slot), one killed between taking
+// and uncounting leaves it long (empty consumers scan in vain).
 func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
-	n := d.pending.Load()
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		w := d.slotWord(i)
 		raw := w.Load()
@@ -401,9 +423,6 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 		d.pending.Add(math.MaxUint64)
 		return Lease{slot: i, lap: sw.Lap, data: d.payload(i, sw.Length), Deliveries: int(taken.Deliveries)}, nil
 	}
-	// None found: the hint was stale (a crash between a take and its
-	// decrement). Clear it unless a return happened meanwhile.
-	d.pending.CompareAndSwap(n, 0)
 	return Lease{}, ErrEmpty
 }
 
@@ -433,33 +452,39 @@ func (d *Deque) TryClaim() (Lease, error) {
 
 // Ack releases a lease: the message is done with and its slot is free.
 func (d *Deque) Ack(l Lease) error {
-	raw, sw, err := d.heldLease(l)
-	if err != nil {
-		return err
+	for {
+		raw, sw, err := d.heldLease(l)
+		if err != nil {
+			return err
+		}
+		shm.CrashPoint("deque.ack.before-free")
+		// The owner may burn past the lease meanwhile (its lap moves):
+		// then look again.
+		if d.slotWord(l.slot).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+			d.acked.Add(1)
+			if d.notFullW.Load() != 0 {
+				d.wakeOwner()
+			}
+			return nil
+		}
 	}
-	shm.CrashPoint("deque.ack.before-free")
-	if !d.slotWord(l.slot).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, d.Path(), l.slot)
-	}
-	d.acked.Add(1)
-	if d.notFullW.Load() != 0 {
-		d.wakeOwner()
-	}
-	return nil
 }
 
 // Release hands a lease back without processing it: the message is
-// returned and taken again before newer ones (its delivery count is kept,
-// so a message that keeps being released ends up as poison).
+// returned, to be taken again (by a consumer that finds the deque
+// otherwise empty, or as the newest message once the owner's pushes reach
+// its slot). Its delivery count is kept, so a message that keeps being
+// released ends up as poison.
 func (d *Deque) Release(l Lease) error {
-	raw, sw, err := d.heldLease(l)
-	if err != nil {
-		return err
+	for {
+		raw, sw, err := d.heldLease(l)
+		if err != nil {
+			return err
+		}
+		if d.giveBack(l.slot, raw, sw) {
+			return nil
+		}
 	}
-	if !d.giveBack(l.slot, raw, sw) {
-		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, d.Path(), l.slot)
-	}
-	return nil
 }
 
 func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {

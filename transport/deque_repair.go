@@ -198,3 +198,20 @@ func (d *Deque) Adopt() (RepairReport, error) {
 	d.wakeIfWaiting()
 	return rep, nil
 }
+
+// Disown gives the owner role up without closing the handle: the deque's
+// messages stay for thieves and for the next owner (Adopt). The handle
+// remains a thief.
+func (d *Deque) Disown() error {
+	if d.self == 0 {
+		return ErrNotAttached
+	}
+	d.ownerMu.Lock()
+	defer d.ownerMu.Unlock()
+	if !d.owner.Load() {
+		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
+	}
+	d.ownerWord.CompareAndSwap(d.myLock(), 0)
+	d.owner.Store(false)
+	return nil
+}

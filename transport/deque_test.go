@@ -146,16 +146,15 @@ func TestDequeWrapsManyLaps(t *testing.T) {
 func TestDequeClaimAckRelease(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8, DeliveryLimit: 3})
 	th := openThief(t, d)
-	for _, m := range []string{"a", "b", "c"} {
-		if err := d.TryPush([]byte(m)); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.TryPush([]byte("a")); err != nil {
+		t.Fatal(err)
 	}
 	l, err := th.TryClaim()
 	if err != nil || string(l.Data()) != "a" || l.Deliveries != 1 {
 		t.Fatalf("claim: %q %d %v", l.Data(), l.Deliveries, err)
 	}
-	// Released: returned, and taken again before newer messages.
+	// Released: returned, and taken again once the deque is otherwise
+	// empty.
 	if err := th.Release(l); err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +170,20 @@ func TestDequeClaimAckRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Three deliveries: now poison; the next claim gets b.
-	l, err = th.TryClaim()
-	if err != nil || string(l.Data()) != "b" {
-		t.Fatalf("after poison: %q %v", l.Data(), err)
+	// Three deliveries: the next look makes it poison, and b is next.
+	d.TryPush([]byte("b"))
+	d.TryPush([]byte("c"))
+	for _, want := range []string{"b", "c"} {
+		l, err = th.TryClaim()
+		if err != nil || string(l.Data()) != want {
+			t.Fatalf("claim: %q %v, want %s", l.Data(), err, want)
+		}
+		if err := th.Ack(l); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := th.Ack(l); err != nil {
-		t.Fatal(err)
+	if _, err := th.TryClaim(); err != ErrEmpty {
+		t.Fatalf("claim with only poison left: %v", err)
 	}
 	rep := d.Scan()
 	if rep.States[layout.SlotPoisoned] != 1 || rep.Problems != 1 {
@@ -189,35 +195,34 @@ func TestDequeClaimAckRelease(t *testing.T) {
 		t.Fatalf("take poisoned: %q %d %v", buf[:n], deliveries, err)
 	}
 	c := d.Counters()
-	if c.Claimed != 4 || c.Acked != 1 || c.Returned != 3 || c.Poisoned != 1 || c.Pending != 0 {
+	if c.Claimed != 5 || c.Acked != 2 || c.Returned != 3 || c.Poisoned != 1 || c.Pending != 0 {
 		t.Fatalf("counters %+v", c)
 	}
 }
 
 // A returned message in the slot the owner's push reaches is published
-// again there instead of stalling the owner.
+// again there, as the newest, instead of stalling the owner.
 func TestDequeOwnerRepublishesReturned(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 2})
 	th := openThief(t, d)
 	d.TryPush([]byte("a"))
 	d.TryPush([]byte("b"))
 	l, _ := th.TryClaim() // a, slot 0
-	th.Release(l)         // returned in slot 0
-	buf := make([]byte, 64)
-	if n, err := th.TryPop(buf); err != nil || string(buf[:n]) != "a" {
-		t.Fatalf("returned first: %q %v", buf[:n], err)
-	}
-	l, _ = th.TryClaim() // b, slot 1
-	th.Release(l)
-	if err := d.TryPush([]byte("c")); err != nil { // slot 0
+	if err := th.Release(l); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.TryPush([]byte("d")); err != nil { // slot 1: b republished, then d... no room
-		if err != ErrFull {
-			t.Fatal(err)
-		}
+	buf := make([]byte, 64)
+	if n, err := th.TryPop(buf); err != nil || string(buf[:n]) != "b" {
+		t.Fatalf("steal: %q %v", buf[:n], err)
 	}
-	got := map[string]bool{}
+	// Position 2 is slot 0, which holds a: republished, then c at 3.
+	if err := d.TryPush([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Counters(); c.Pending != 0 || d.Len() != 2 {
+		t.Fatalf("after republish: %+v len %d", c, d.Len())
+	}
+	var got []string
 	for {
 		n, err := th.TryPop(buf)
 		if err == ErrEmpty {
@@ -226,10 +231,10 @@ func TestDequeOwnerRepublishesReturned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[string(buf[:n])] = true
+		got = append(got, string(buf[:n]))
 	}
-	if !got["b"] || !got["c"] {
-		t.Fatalf("drained %v", got)
+	if len(got) != 2 || got[0] != "a" || got[1] != "c" {
+		t.Fatalf("drained %v, want [a c]", got)
 	}
 }
 
@@ -256,6 +261,20 @@ func TestDequeAdoptAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = path
+	// Disown hands the role on without closing.
+	if err := th.Disown(); err != nil || th.IsOwner() {
+		t.Fatalf("disown: %v", err)
+	}
+	if err := th.TryPush([]byte("x")); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("push after disown: %v", err)
+	}
+	if err := th.Disown(); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("second disown: %v", err)
+	}
+	other := openThief(t, th)
+	if _, err := other.Adopt(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestDequeBlockingStealAndCancel(t *testing.T) {
@@ -424,5 +443,117 @@ func TestDequeOwnerBurnsPastHeldLease(t *testing.T) {
 	}
 	if rep := d.Scan(); rep.Problems != 0 || d.Len() != 0 {
 		t.Fatalf("scan %+v, len %d", rep, d.Len())
+	}
+}
+
+// Leases held across many pushes (the owner burns past them), leases
+// released (returned and taken again, some until they are poison), plain
+// steals and the owner's pops, all at once on a small deque: every
+// message is finally taken exactly once (poison by TakePoisoned).
+func TestDequeStressHeldAndReleasedLeases(t *testing.T) {
+	n := uint64(30000)
+	if testing.Short() {
+		n = 5000
+	}
+	d := newDeque(t, DequeConfig{Capacity: 16, DeliveryLimit: 15})
+	seen := make([]atomic.Int32, n)
+	var taken atomic.Uint64
+	record := func(b []byte) {
+		v := binary.LittleEndian.Uint64(b)
+		if v >= n {
+			t.Errorf("bad message %d", v)
+			return
+		}
+		seen[v].Add(1)
+		taken.Add(1)
+	}
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	worker := func(role int) {
+		defer wg.Done()
+		th := openThief(t, d)
+		buf := make([]byte, 64)
+		var held []Lease
+		for i := 0; taken.Load() < n && ctx.Err() == nil; i++ {
+			switch role {
+			case 0: // holds up to 3 leases, acks the oldest
+				if l, err := th.TryClaim(); err == nil {
+					held = append(held, l)
+				}
+				if len(held) > 3 || (len(held) > 0 && i%5 == 0) {
+					record(held[0].Data())
+					if err := th.Ack(held[0]); err != nil {
+						t.Error(err)
+						return
+					}
+					held = held[1:]
+				}
+			case 1: // releases every other lease it claims
+				if l, err := th.TryClaim(); err == nil {
+					if i%2 == 0 {
+						if err := th.Release(l); err != nil {
+							t.Error(err)
+							return
+						}
+					} else {
+						record(l.Data())
+						if err := th.Ack(l); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			case 2:
+				if _, err := th.TryPop(buf); err == nil {
+					record(buf)
+				}
+			}
+		}
+		for _, l := range held {
+			record(l.Data())
+			th.Ack(l)
+		}
+	}
+	for role := 0; role < 3; role++ {
+		wg.Add(1)
+		go worker(role)
+	}
+	buf := make([]byte, 64)
+	for i := uint64(0); i < n; i++ {
+		if err := d.Push(ctx, u64msg(i)); err != nil {
+			t.Fatalf("push %d: %v (%+v)", i, err, d.Counters())
+		}
+		if i%3 == 0 {
+			if _, err := d.TryPop(buf); err == nil {
+				record(buf)
+			}
+		}
+	}
+	// Messages released up to the delivery limit are poison: taken aside.
+	for taken.Load() < n && ctx.Err() == nil {
+		if _, err := d.TryPop(buf); err == nil {
+			record(buf)
+		} else if _, _, err := d.TakePoisoned(buf); err == nil {
+			record(buf)
+		}
+	}
+	wg.Wait()
+	if taken.Load() < n {
+		var missing []int
+		for i := range seen {
+			if seen[i].Load() == 0 && len(missing) < 10 {
+				missing = append(missing, i)
+			}
+		}
+		t.Fatalf("stuck at %d of %d taken; missing %v; %+v; slots %+v", taken.Load(), n, missing, d.Counters(), d.Scan().Slots)
+	}
+	for i := range seen {
+		if c := seen[i].Load(); c != 1 {
+			t.Fatalf("message %d taken %d times (%+v)", i, c, d.Counters())
+		}
+	}
+	if c := d.Counters(); c.Burned == 0 || c.Returned == 0 {
+		t.Logf("no burn or return happened: %+v", c)
 	}
 }
