@@ -356,7 +356,6 @@ func consumeLeased(j *job, e leaser, k *leaseKit, line ctlLineWords) (*report, e
 		}
 	}
 	rep.Received, rep.Corrupt = int64(received), int64(corrupt)
-	rep.FalseCorrupt = falseCorrupts(e)
 	return rep, nil
 }
 

@@ -118,17 +118,7 @@ func consume(j *job, rx endpoint, progress *atomic.Uint64) (rep *report, err err
 		}
 	}
 	progress.Store(uint64(rep.Received))
-	rep.FalseCorrupt = falseCorrupts(rx)
 	return rep, nil
-}
-
-// falseCorrupts is how many ErrCorrupt reports the end re-tried and found
-// false (a deque's thief, see dequeEnd.corruptAgain); 0 for the others.
-func falseCorrupts(e any) int64 {
-	if f, ok := e.(interface{ falseCorrupts() int64 }); ok {
-		return f.falseCorrupts()
-	}
-	return 0
 }
 
 // echo sends back every message it receives, unchecked (the side that

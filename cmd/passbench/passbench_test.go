@@ -799,9 +799,6 @@ func TestRunDeque(t *testing.T) {
 			if want := uint64(s.Messages) + 3; taken != want || d.OwnerPopped != 0 || d.Returned != 0 {
 				t.Errorf("deque stats %+v: want %d taken (messages and end markers), nothing popped or returned", d, want)
 			}
-			if d.FalseCorrupt > 0 {
-				t.Logf("%d false corruption reports re-tried", d.FalseCorrupt)
-			}
 			checkNoLeftovers(t)
 		})
 	}

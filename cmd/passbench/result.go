@@ -87,11 +87,6 @@ type DequeStats struct {
 	OwnerPopped uint64 `json:"owner_popped,omitempty"` // messages the owner popped back at the bottom (none in a run)
 	Returned    uint64 `json:"returned,omitempty"`     // leases handed back (a dead thief's, by Repair) and taken again
 	Poisoned    uint64 `json:"poisoned,omitempty"`     // messages set aside after too many deliveries
-
-	// FalseCorrupt counts steals or claims that reported the deque
-	// corrupt and worked when re-tried (a stale read of top, see
-	// tr_deque.go), in the consumers that finished.
-	FalseCorrupt int64 `json:"false_corrupt,omitempty"`
 }
 
 // name is how tables and ratios call the run: "ring/poll", "uds".

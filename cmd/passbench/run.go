@@ -263,9 +263,6 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 		res.Ring = l.stats()
 	case *dequeLane:
 		res.Deque = l.stats()
-		for _, c := range cons {
-			res.Deque.FalseCorrupt += c.FalseCorrupt
-		}
 	}
 	if plan != nil {
 		res.Chaos = plan.report()

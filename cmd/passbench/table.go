@@ -136,9 +136,6 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		if r.Lease {
 			fmt.Fprintf(w, "; claimed: %d, returned: %d, poisoned: %d", d.Claimed, d.Returned, d.Poisoned)
 		}
-		if d.FalseCorrupt > 0 {
-			fmt.Fprintf(w, "; corruption reports that a re-try proved false: %d", d.FalseCorrupt)
-		}
 		fmt.Fprintln(w)
 	}
 	if p := r.Pass; p != nil {

@@ -112,42 +112,7 @@ type dequeEnd struct {
 	poll  bool
 	owned bool // close closes the handle
 	adopt bool // adopt the deque before the first send (the parent's end)
-
-	falseCorrupt int64 // steals that reported ErrCorrupt and then worked on a re-try
-	corruptRun   int   // ErrCorrupt reports in a row
 }
-
-// maxCorruptRetries is how many ErrCorrupt reports in a row a thief
-// re-tries before it believes them. A steal reads top, then bottom, and
-// reports the deque corrupt when they are more than a deque apart; but a
-// thief preempted between the two loads reads a stale top, and with the
-// other thieves and the owner running meanwhile, a healthy deque looks
-// like that (seen here with two polling thieves on two cores). Nothing
-// has been changed when steal reports it, so a re-try is safe, and a real
-// corruption is still reported: it is there again on every re-try. The
-// re-tries are counted and reported (false_corrupt).
-const maxCorruptRetries = 8
-
-// corruptAgain reports whether err is an ErrCorrupt to re-try, counting
-// it; any other outcome ends a run of them.
-func (e *dequeEnd) corruptAgain(err error) bool {
-	if err == nil || !errors.Is(err, transport.ErrCorrupt) {
-		if e.corruptRun != 0 { // the re-try worked: the report was false
-			e.falseCorrupt += int64(e.corruptRun)
-			e.corruptRun = 0
-		}
-		return false
-	}
-	if e.corruptRun >= maxCorruptRetries {
-		return false
-	}
-	e.corruptRun++
-	pause(pollPause)
-	return true
-}
-
-// falseCorrupts is how many ErrCorrupt reports a re-try proved false.
-func (e *dequeEnd) falseCorrupts() int64 { return e.falseCorrupt }
 
 func (e *dequeEnd) send(msg []byte) error {
 	if e.adopt {
@@ -172,18 +137,10 @@ func (e *dequeEnd) send(msg []byte) error {
 
 func (e *dequeEnd) recv(buf []byte) (int, error) {
 	if !e.poll {
-		for {
-			n, err := e.d.Steal(e.ctx, buf)
-			if !e.corruptAgain(err) {
-				return n, err
-			}
-		}
+		return e.d.Steal(e.ctx, buf)
 	}
 	for fails := 1; ; fails++ {
 		n, err := e.d.TrySteal(buf)
-		if e.corruptAgain(err) {
-			continue
-		}
 		if !errors.Is(err, transport.ErrEmpty) {
 			return n, err
 		}
@@ -196,18 +153,10 @@ func (e *dequeEnd) recv(buf []byte) (int, error) {
 // claim leases the oldest message, polling or blocking as the end does.
 func (e *dequeEnd) claim() (transport.Lease, error) {
 	if !e.poll {
-		for {
-			l, err := e.d.Claim(e.ctx)
-			if !e.corruptAgain(err) {
-				return l, err
-			}
-		}
+		return e.d.Claim(e.ctx)
 	}
 	for fails := 1; ; fails++ {
 		l, err := e.d.TryClaim()
-		if e.corruptAgain(err) {
-			continue
-		}
 		if !errors.Is(err, transport.ErrEmpty) {
 			return l, err
 		}

@@ -52,9 +52,6 @@ type report struct {
 	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive
 	Last     int64  `json:"last,omitempty"`     // ... and of the last
 
-	// A deque consumer: ErrCorrupt reports that a re-try proved false.
-	FalseCorrupt int64 `json:"false_corrupt,omitempty"`
-
 	// A pass worker's counters.
 	Pass *sched.PassStats `json:"pass,omitempty"`
 

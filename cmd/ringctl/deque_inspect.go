@@ -52,6 +52,7 @@ type dequeCountersJSON struct {
 	Repairs     uint64 `json:"repairs"`
 	Adopted     uint64 `json:"adopted"`
 	Pending     uint64 `json:"pending"`
+	Burned      uint64 `json:"burned"`
 	NextID      uint64 `json:"next_id"`
 }
 
@@ -100,7 +101,7 @@ func collectDequeInspect(path string, d *transport.Deque, mem []byte, withSlots 
 		Counters: dequeCountersJSON{Pushed: cs.Pushed, OwnerPopped: cs.OwnerPopped, Stolen: cs.Stolen,
 			Claimed: cs.Claimed, Acked: cs.Acked, Returned: cs.Returned, Poisoned: cs.Poisoned,
 			Abandoned: cs.Abandoned, RolledBack: cs.RolledBack, FullHits: cs.FullHits, EmptyHits: cs.EmptyHits,
-			Repairs: cs.Repairs, Adopted: cs.Adopted, Pending: cs.Pending, NextID: cs.Correlation},
+			Repairs: cs.Repairs, Adopted: cs.Adopted, Pending: cs.Pending, Burned: cs.Burned, NextID: cs.Correlation},
 		States:       countDequeClasses(scan.Slots, l.Capacity),
 		Problems:     scan.Problems,
 		Participants: participantsJSON(scan.Peers),
@@ -176,7 +177,7 @@ func writeDequeInspect(w io.Writer, rep dequeInspectReport) error {
 		{"pushed", c.Pushed}, {"owner_popped", c.OwnerPopped}, {"stolen", c.Stolen}, {"claimed", c.Claimed},
 		{"acked", c.Acked}, {"returned", c.Returned}, {"poisoned", c.Poisoned}, {"abandoned", c.Abandoned},
 		{"rolled_back", c.RolledBack}, {"full_hits", c.FullHits}, {"empty_hits", c.EmptyHits},
-		{"repairs", c.Repairs}, {"adopted", c.Adopted}, {"pending", c.Pending}, {"next_id", c.NextID},
+		{"repairs", c.Repairs}, {"adopted", c.Adopted}, {"pending", c.Pending}, {"burned", c.Burned}, {"next_id", c.NextID},
 	} {
 		counters = append(counters, []string{kv.name, strconv.FormatUint(kv.v, 10)})
 	}
