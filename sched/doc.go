@@ -9,7 +9,8 @@
 //   - the background Pass scheduler: closures registered by id, passes
 //     submitted on a submit ring, executed by workers in any process with
 //     leases (a worker killed mid-pass loses nothing), results on a result
-//     ring;
+//     ring; either side may be a work-stealing deque instead, chosen by
+//     StartByWorkloadShape from a workload's shape;
 //   - the task scheduler: tasks resolved once, completed externally, joined
 //     with All, Race, Any and AllSettled;
 //   - the fair transactional scheduler and its all-gather consensus over
