@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
@@ -80,7 +81,7 @@ func ringFlag(usage string) cli.Flag {
 	return &cli.StringSliceFlag{Name: "ring", Usage: usage}
 }
 
-const ringShowUsage = "a ring the participants lease from: its leases are shown by path and position (repeatable)"
+const ringShowUsage = "a ring or deque the participants lease from: its leases are shown by path and position (repeatable)"
 
 // errHelpShown ends a command that printed its help: exit 0, nothing more.
 var errHelpShown = errors.New("")
@@ -223,67 +224,145 @@ func readTable(hb *sched.Heartbeat) (tableView, error) {
 	return v, err
 }
 
-// ring is one --ring: how leases in it are shown.
+// ring is one --ring: a ring or a deque (the deque shares the ring's
+// slot words, lease records and positions), and how leases in it are
+// shown.
 type ring struct {
 	Name     string // as given on the command line
 	Path     string // resolved
+	Kind     string // "ring" or "deque"
 	ID       uint64
 	Capacity uint64
-	handle   *transport.Ring
+	rh       *transport.Ring  // a ring's handle
+	dh       *transport.Deque // a deque's handle
 }
 
-// ringSet is the rings given with --ring, by id.
+// ringSet is the files given with --ring, by id.
 type ringSet struct {
 	list []*ring
 	byID map[uint64]*ring
 }
 
-// openRings opens each --ring: read-only views, or attached handles
-// (attach) for reap --apply, whose repair needs them.
+// openRings opens each --ring, a ring or a deque (told apart by the
+// kind in its header): read-only views, or attached handles (attach) for
+// reap --apply, whose repair needs them. A file of another kind is
+// refused as unusable.
 func (e *env) openRings(names []string, attach bool) (*ringSet, error) {
 	rs := &ringSet{byID: map[uint64]*ring{}}
 	for _, name := range names {
-		var r *transport.Ring
-		err := shm.Guard(func() (err error) {
-			if attach {
-				r, err = transport.OpenRing(name, e.shmOpts()...)
-			} else {
-				r, err = transport.OpenRingReadOnly(name, e.shmOpts()...)
-			}
-			return err
-		})
+		x, err := e.openRing(name, attach)
 		if err != nil {
 			rs.Close()
 			return nil, unusable(name, fmt.Errorf("--ring: %w", err))
 		}
-		if _, dup := rs.byID[r.ID()]; dup {
-			r.Close()
+		if _, dup := rs.byID[x.ID]; dup {
+			x.close()
 			continue
 		}
-		x := &ring{Name: name, Path: r.Path(), ID: r.ID(), Capacity: r.Capacity(), handle: r}
 		rs.list = append(rs.list, x)
 		rs.byID[x.ID] = x
 	}
 	return rs, nil
 }
 
-// handles returns the open rings.
-func (rs *ringSet) handles() []*transport.Ring {
-	var out []*transport.Ring
-	for _, r := range rs.list {
-		out = append(out, r.handle)
-	}
-	return out
+// openRing opens one --ring after reading its kind from the header
+// through a read-only mapping that is closed again.
+func (e *env) openRing(name string, attach bool) (*ring, error) {
+	var x *ring
+	err := shm.Guard(func() error {
+		reg, err := shm.OpenAny(name, e.shmOpts(shm.ReadOnly())...)
+		if err != nil {
+			return err
+		}
+		kind := reg.Header().Kind
+		reg.Close()
+		switch kind {
+		case layout.KindRing:
+			var r *transport.Ring
+			if attach {
+				r, err = transport.OpenRing(name, e.shmOpts()...)
+			} else {
+				r, err = transport.OpenRingReadOnly(name, e.shmOpts()...)
+			}
+			if err != nil {
+				return err
+			}
+			x = &ring{Name: name, Path: r.Path(), Kind: "ring", ID: r.ID(), Capacity: r.Capacity(), rh: r}
+		case layout.KindDeque:
+			var d *transport.Deque
+			if attach {
+				d, err = transport.OpenDeque(name, e.shmOpts()...)
+			} else {
+				d, err = transport.OpenDequeReadOnly(name, e.shmOpts()...)
+			}
+			if err != nil {
+				return err
+			}
+			x = &ring{Name: name, Path: d.Path(), Kind: "deque", ID: d.ID(), Capacity: d.Capacity(), dh: d}
+		default:
+			return &shm.PathError{Op: "open", Path: reg.Path(),
+				Err: fmt.Errorf("%w: file is a %s, want a ring or a deque", layout.ErrWrongKind, kind)}
+		}
+		return nil
+	})
+	return x, err
 }
 
-// Close closes every ring (an attached one detaches).
+// scan is the file's Scan: the slots that are not free, and for a deque
+// its owner: "none", "alive" or "dead" (proven dead); "" for a ring.
+func (r *ring) scan() (slots []transport.SlotReport, owner string) {
+	if r.dh == nil {
+		return r.rh.Scan().Slots, ""
+	}
+	s := r.dh.Scan()
+	switch {
+	case s.Counters.Owner < 0:
+		owner = "none"
+	case s.OwnerAlive:
+		owner = "alive"
+	default:
+		owner = "dead"
+	}
+	return s.Slots, owner
+}
+
+func (r *ring) close() error {
+	if r.dh != nil {
+		return r.dh.Close()
+	}
+	return r.rh.Close()
+}
+
+// handles returns the open rings and deques, for the watchdog.
+func (rs *ringSet) handles() (rings []*transport.Ring, queues []sched.Repairable) {
+	for _, r := range rs.list {
+		if r.dh != nil {
+			queues = append(queues, r.dh)
+		} else {
+			rings = append(rings, r.rh)
+		}
+	}
+	return rings, queues
+}
+
+// hasDeque reports whether a deque was given.
+func (rs *ringSet) hasDeque() bool {
+	for _, r := range rs.list {
+		if r.dh != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes every ring and deque (an attached one detaches).
 func (rs *ringSet) Close() error {
 	if rs == nil {
 		return nil
 	}
 	var first error
 	for _, r := range rs.list {
-		if err := r.handle.Close(); err != nil && first == nil {
+		if err := r.close(); err != nil && first == nil {
 			first = err
 		}
 	}

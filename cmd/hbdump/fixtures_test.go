@@ -45,13 +45,15 @@ const (
 	recycledOffset = 777777
 	// foreignRing is a ring id no test ring has.
 	foreignRing = 0x1234abcd5678ef00
+	// dequeRing in a leaseSpec names the jobs deque fixture.
+	dequeRing = 1
 )
 
 // fixedRegistered is the registration time written into every slot.
 var fixedRegistered = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 type leaseSpec struct {
-	ring       uint64 // 0: the jobs ring fixture's id
+	ring       uint64 // 0: the jobs ring fixture's id; dequeRing: the jobs deque's
 	slot       uint64
 	lap        uint32
 	deliveries int
@@ -80,6 +82,15 @@ type fixture struct {
 
 const ringFixture = "jobs.ring"
 
+// The jobs deque: 8 slots, no owner; a dead thief (deadPID) holds a lease
+// on the message "job-11" at position 11 (slot 3, lap 1), "job-12" is
+// ready behind it.
+const (
+	dequeFixture   = "jobs.deque"
+	dequeLeaseSlot = 3
+	dequeLeaseLap  = 1
+)
+
 // The jobs ring: 8 slots; a dead participant (deadPID) holds a lease on
 // the message "job-7" at position 29 (slot 5, lap 3).
 const (
@@ -98,6 +109,11 @@ var fixtures = []fixture{
 		{label: "survivor", who: whoSelf},
 		{label: "holder", who: whoDead, beatAgo: 10 * time.Minute, leases: []leaseSpec{{slot: jobsLeaseSlot, lap: jobsLeaseLap, deliveries: 1}}},
 		{label: "last-boot", who: whoOtherBoot, beatAgo: 3 * time.Hour},
+		{pristine: true},
+	}},
+	{name: "deque.hb", capacity: 3, slots: []slotSpec{
+		{label: "worker", who: whoSelf},
+		{label: "thief", who: whoDead, beatAgo: 10 * time.Minute, leases: []leaseSpec{{ring: dequeRing, slot: dequeLeaseSlot, lap: dequeLeaseLap, deliveries: 1}}},
 		{pristine: true},
 	}},
 	{name: "recycled.hb", capacity: 3, slots: []slotSpec{
@@ -176,6 +192,11 @@ func TestFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobsID, _ := layout.FileID(ringBytes)
+	dequeBytes, err := os.ReadFile(filepath.Join("testdata", dequeFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dequeID, _ := layout.FileID(dequeBytes)
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -204,7 +225,7 @@ func TestFixtures(t *testing.T) {
 					t.Errorf("slot %d: %+v", i, p)
 				}
 				for _, l := range p.Leases {
-					if l.Ring != foreignRing && l.Ring != jobsID {
+					if l.Ring != foreignRing && l.Ring != jobsID && l.Ring != dequeID {
 						t.Errorf("slot %d: lease in ring %016x", i, l.Ring)
 					}
 				}
@@ -225,6 +246,7 @@ func hasUnstable(s slotSpec) bool {
 func generateFixtures(t *testing.T) {
 	dir := t.TempDir()
 	jobsID := generateRing(t, dir)
+	dequeID := generateDeque(t, dir)
 	for _, f := range fixtures {
 		var b []byte
 		if f.damage != nil {
@@ -234,7 +256,7 @@ func generateFixtures(t *testing.T) {
 			}
 			b = f.damage(src)
 		} else {
-			b = generateTable(t, dir, f, jobsID)
+			b = generateTable(t, dir, f, jobsID, dequeID)
 		}
 		if err := os.WriteFile(filepath.Join("testdata", f.name), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -292,9 +314,69 @@ func generateRing(t *testing.T, dir string) uint64 {
 	return id
 }
 
+// generateDeque builds the jobs deque: 11 messages pushed by its owner and
+// stolen by a thief, then "job-11" and "job-12" pushed and "job-11"
+// claimed by the thief; the owner gives the role up, and the thief's
+// participant entry is made to name a dead process.
+func generateDeque(t *testing.T, dir string) uint64 {
+	path := filepath.Join(dir, dequeFixture)
+	owner, err := transport.CreateDeque(path, transport.DequeConfig{Capacity: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, err := transport.OpenDeque(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thief.Close()
+	buf := make([]byte, 64)
+	for i := 0; i < dequeLeaseLap*8+dequeLeaseSlot; i++ {
+		if err := owner.TryPush([]byte("done")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := thief.TryPop(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{"job-11", "job-12"} {
+		if err := owner.TryPush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := thief.TryClaim()
+	if err != nil || l.Slot() != dequeLeaseSlot || l.Lap() != dequeLeaseLap || string(l.Data()) != "job-11" {
+		t.Fatalf("claim: %v at slot %d lap %d", err, l.Slot(), l.Lap())
+	}
+	if err := owner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := layout.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := layout.NewDequeLayout(h.Geometry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := uint64(h.HeaderSize) + dl.ParticipantOff(uint64(thief.Participant()))
+	le := binary.LittleEndian
+	le.PutUint64(b[entry:], layout.PeerCtl{State: layout.PeerActive, PID: deadPID}.Pack())
+	le.PutUint64(b[entry+8:], deadStart)
+	le.PutUint64(b[entry+16:], 0)
+	if err := os.WriteFile(filepath.Join("testdata", dequeFixture), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := layout.FileID(b)
+	return id
+}
+
 // generateTable registers one member per slot with the library, records
 // the leases, unregisters the free ones, then edits the slots' bytes.
-func generateTable(t *testing.T, dir string, f fixture, jobsID uint64) []byte {
+func generateTable(t *testing.T, dir string, f fixture, jobsID, dequeID uint64) []byte {
 	path := filepath.Join(dir, f.name)
 	hb, err := sched.CreateHeartbeat(path, sched.HeartbeatConfig{Capacity: f.capacity, Leases: 4})
 	if err != nil {
@@ -312,8 +394,11 @@ func generateTable(t *testing.T, dir string, f fixture, jobsID uint64) []byte {
 		}
 		for _, l := range s.leases {
 			ring := l.ring
-			if ring == 0 {
+			switch ring {
+			case 0:
 				ring = jobsID
+			case dequeRing:
+				ring = dequeID
 			}
 			if _, err := m.RecordLease(ring, l.slot, l.lap, l.deliveries); err != nil {
 				t.Fatal(err)
@@ -396,7 +481,7 @@ func copyFixture(t testing.TB, dir, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name != ringFixture {
+	if name != ringFixture && name != dequeFixture {
 		if f := fixtureNamed(t, name); f.damage == nil {
 			patchForRun(t, b, f)
 		}

@@ -46,6 +46,25 @@ var goldenCases = []struct {
 		{"check", "./dead.hb"},
 		{"reap", "./dead.hb", "--apply", "--ring", "./jobs.ring"},
 	}},
+	// A deque given with --ring: its dead thief's lease is shown by
+	// position like a ring's, counted as orphaned, and returned by reap.
+	{"deque.hb", [][]string{
+		{"./deque.hb", "--ring", "./jobs.deque"},
+		{"./deque.hb", "--json", "--ring", "./jobs.deque"},
+		{"check", "./deque.hb", "--ring", "./jobs.deque"},
+		{"watch", "./deque.hb", "--count", "1", "--interval", "1ms", "--ring", "./jobs.deque"},
+		// Without the deque: the thief is kept.
+		{"reap", "./deque.hb"},
+		{"reap", "./deque.hb", "--ring", "./jobs.deque", "--ring", "./jobs.ring"},
+		{"reap", "./deque.hb", "--ring", "./jobs.deque", "--json"},
+		{"reap", "./deque.hb", "--apply", "--ring", "./jobs.deque", "--ring", "./jobs.ring"},
+		{"./deque.hb", "--all", "--ring", "./jobs.deque"},
+		{"check", "./deque.hb", "--ring", "./jobs.deque"},
+		// Nothing orphaned left in either file.
+		{"reap", "./deque.hb", "--apply", "--ring", "./jobs.deque", "--ring", "./jobs.ring", "--json"},
+		// A file of another kind given with --ring: unusable.
+		{"./deque.hb", "--ring", "./deque.hb"},
+	}},
 	{"recycled.hb", [][]string{
 		{"./recycled.hb"},
 		{"check", "./recycled.hb", "--format", "json"},
@@ -122,6 +141,9 @@ func TestGolden(t *testing.T) {
 				copyFixture(t, dir, "healthy.hb")
 			case "usage":
 				copyFixture(t, dir, "healthy.hb")
+			case "deque.hb":
+				copyFixture(t, dir, dequeFixture)
+				copyFixture(t, dir, gc.fixture)
 			default:
 				copyFixture(t, dir, gc.fixture)
 			}

@@ -20,12 +20,13 @@ func (e *env) reapCommand() *cli.Command {
 		UsageText: "hbdump reap PATH [--ring R ...] [--apply] [--json]",
 		Description: "Without --apply, shows what would be done and changes nothing: exit 1 when there is\n" +
 			"something to reap, 0 when not. With --apply, runs the library's watchdog (sched.Watchdog):\n" +
-			"each --ring is repaired, which requeues every lease of a dead ring participant, and each\n" +
-			"dead participant whose leases are all in rings given here is freed; one holding a lease\n" +
-			"in a ring not given is kept (reclaiming) and reported. Live participants, stale or not,\n" +
-			"are never touched. Exit 0 when every dead participant was reclaimed, 1 otherwise.",
+			"each --ring (a ring or a deque) is repaired, which requeues every lease of a dead\n" +
+			"participant of that file, and each dead participant whose leases are all in files given\n" +
+			"here is freed; one holding a lease in a file not given is kept (reclaiming) and reported.\n" +
+			"Live participants, stale or not, are never touched. Exit 0 when every dead participant\n" +
+			"was reclaimed, 1 otherwise.",
 		Flags: []cli.Flag{
-			ringFlag("a ring the participants lease from: dead participants' leases are requeued into it (repeatable)"),
+			ringFlag("a ring or deque the participants lease from: dead participants' leases are requeued into it (repeatable)"),
 			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.reap/1)"},
 			staleFlag(),
@@ -63,12 +64,13 @@ func planReap(rows []row, rings *ringSet) []reapAction {
 	return out
 }
 
-// ringOutcome is one --ring: what its scan found before, and what its
-// repair did.
+// ringOutcome is one --ring (a ring or a deque): what its scan found
+// before, and what its repair did.
 type ringOutcome struct {
-	Ring     *ring
-	Orphans  map[transport.SlotProblem]int
-	Repaired *sched.RingRepair
+	Ring      *ring
+	Orphans   map[transport.SlotProblem]int
+	Owner     string // a deque's owner before: none, alive or dead; "" for a ring
+	Repaired  *sched.RingRepair
 }
 
 type jsonReap struct {
@@ -91,10 +93,12 @@ type jsonAction struct {
 
 type jsonRing struct {
 	Ring           string          `json:"ring"`
+	Kind           string          `json:"kind"`
 	RingID         string          `json:"ring_id"`
 	OrphanedLeases int             `json:"orphaned_leases"`
 	OrphanedReads  int             `json:"orphaned_reads"`
 	OrphanedWrites int             `json:"orphaned_writes"`
+	Owner          string          `json:"owner,omitempty"`
 	Repair         *jsonRingRepair `json:"repair,omitempty"`
 }
 
@@ -104,6 +108,8 @@ type jsonRingRepair struct {
 	RequeuedInPlace int    `json:"requeued_in_place"`
 	Abandoned       int    `json:"abandoned"`
 	Deferred        int    `json:"deferred"`
+	Published       int    `json:"published"`
+	OwnerDied       bool   `json:"owner_died"`
 	Corrupt         int    `json:"corrupt"`
 	Error           string `json:"error"`
 }
@@ -133,16 +139,17 @@ func (e *env) reap(c *cli.Context) error {
 	outcomes := make([]ringOutcome, len(rings.list))
 	for i, r := range rings.list {
 		outcomes[i] = ringOutcome{Ring: r, Orphans: map[transport.SlotProblem]int{}}
-		var scan transport.ScanReport
-		if err := guard(r.Path, func() error { scan = r.handle.Scan(); return nil }); err != nil {
+		var slots []transport.SlotReport
+		if err := guard(r.Path, func() error { slots, outcomes[i].Owner = r.scan(); return nil }); err != nil {
 			return err
 		}
-		for _, s := range scan.Slots {
+		for _, s := range slots {
 			outcomes[i].Orphans[s.Problem]++
 		}
 	}
 
-	wd := sched.NewWatchdog(hb, sched.WatchdogConfig{Stale: stale, Rings: rings.handles()})
+	ringHandles, queues := rings.handles()
+	wd := sched.NewWatchdog(hb, sched.WatchdogConfig{Stale: stale, Rings: ringHandles, Queues: queues})
 	var rep sched.WatchReport
 	if err := guard(hb.Path(), func() error { rep = wd.Scan(apply); return nil }); err != nil {
 		return err
@@ -191,13 +198,14 @@ func reapJSON(path string, apply bool, stale float64, n counts, actions []reapAc
 		j.Actions = append(j.Actions, jsonAction{Participant: participantJSON(a.Row, rings), Action: a.Plan, Why: a.Why, Reclaimed: a.Reclaimed})
 	}
 	for _, o := range outcomes {
-		jr := jsonRing{Ring: o.Ring.Path, RingID: fmt.Sprintf("%016x", o.Ring.ID),
+		jr := jsonRing{Ring: o.Ring.Path, Kind: o.Ring.Kind, RingID: fmt.Sprintf("%016x", o.Ring.ID),
 			OrphanedLeases: o.Orphans[transport.SlotOrphanedLease], OrphanedReads: o.Orphans[transport.SlotOrphanedRead],
-			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite]}
+			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite], Owner: o.Owner}
 		if rr := o.Repaired; rr != nil {
 			r := rr.Report
 			jr.Repair = &jsonRingRepair{DeadPeers: len(r.DeadPeers), Requeued: r.Requeued, RequeuedInPlace: r.RequeuedInPlace,
-				Abandoned: r.Abandoned, Deferred: r.Deferred, Corrupt: r.Corrupt, Error: rr.Err}
+				Abandoned: r.Abandoned, Deferred: r.Deferred, Published: r.Published, OwnerDied: r.OwnerDied,
+				Corrupt: r.Corrupt, Error: rr.Err}
 		}
 		j.Rings = append(j.Rings, jr)
 	}
@@ -227,21 +235,44 @@ func writeReapText(w io.Writer, apply bool, n counts, actions []reapAction, outc
 	}
 	if len(outcomes) > 0 {
 		fmt.Fprintln(w)
+		// With a deque among the files, a KIND column, and the deque's
+		// own outcomes (its owner; with --apply, messages published
+		// for a dead owner); rings alone keep the ring table.
+		deques := rings.hasDeque()
 		header := []string{"RING", "ID", "ORPHANED LEASES", "ORPHANED READS", "ORPHANED WRITES"}
+		if deques {
+			header = []string{"RING", "KIND", "ID", "ORPHANED LEASES", "ORPHANED READS", "ORPHANED WRITES", "OWNER"}
+		}
 		if apply {
-			header = append(header, "REQUEUED", "IN PLACE", "ABANDONED", "DEFERRED", "ERROR")
+			header = append(header, "REQUEUED", "IN PLACE", "ABANDONED", "DEFERRED")
+			if deques {
+				header = append(header, "PUBLISHED")
+			}
+			header = append(header, "ERROR")
 		}
 		var rows [][]string
 		for _, o := range outcomes {
 			r := []string{o.Ring.Name, fmt.Sprintf("%016x", o.Ring.ID), strconv.Itoa(o.Orphans[transport.SlotOrphanedLease]),
 				strconv.Itoa(o.Orphans[transport.SlotOrphanedRead]), strconv.Itoa(o.Orphans[transport.SlotOrphanedWrite])}
+			if deques {
+				r = append([]string{r[0], o.Ring.Kind}, r[1:]...)
+				r = append(r, ownerText(o, apply))
+			}
 			if apply {
 				if rr := o.Repaired; rr != nil {
 					rep := rr.Report
 					r = append(r, strconv.Itoa(rep.Requeued), strconv.Itoa(rep.RequeuedInPlace), strconv.Itoa(rep.Abandoned),
-						strconv.Itoa(rep.Deferred), printable(rr.Err))
+						strconv.Itoa(rep.Deferred))
+					if deques {
+						r = append(r, published(o))
+					}
+					r = append(r, printable(rr.Err))
 				} else {
-					r = append(r, "", "", "", "", "not repaired")
+					r = append(r, "", "", "", "")
+					if deques {
+						r = append(r, "")
+					}
+					r = append(r, "not repaired")
 				}
 			}
 			rows = append(rows, r)
@@ -289,4 +320,22 @@ func actionText(a reapAction, apply bool) string {
 		parts = append(parts, fmt.Sprintf("requeue %d lease(s)", k))
 	}
 	return strings.Join(append(parts, "free the slot"), ", ")
+}
+
+// ownerText is a deque's OWNER cell: its owner as the scan before found
+// it (none, alive, dead), "dead, freed" when the repair freed the role for
+// Adopt; empty for a ring, which has no owner.
+func ownerText(o ringOutcome, apply bool) string {
+	if apply && o.Repaired != nil && o.Repaired.Report.OwnerDied {
+		return "dead, freed"
+	}
+	return o.Owner
+}
+
+// published is a deque's PUBLISHED cell; empty for a ring.
+func published(o ringOutcome) string {
+	if o.Ring.Kind != "deque" {
+		return ""
+	}
+	return strconv.Itoa(o.Repaired.Report.Published)
 }
