@@ -67,10 +67,10 @@ func planReap(rows []row, rings *ringSet) []reapAction {
 // ringOutcome is one --ring (a ring or a deque): what its scan found
 // before, and what its repair did.
 type ringOutcome struct {
-	Ring      *ring
-	Orphans   map[transport.SlotProblem]int
-	Owner     string // a deque's owner before: none, alive or dead; "" for a ring
-	Repaired  *sched.RingRepair
+	Ring     *ring
+	Orphans  map[transport.SlotProblem]int
+	Owner    string // a deque's owner before: none, alive or dead; "" for a ring
+	Repaired *sched.RingRepair
 }
 
 type jsonReap struct {
