@@ -275,12 +275,17 @@ func (t *peerTable) takeRole(w *atomic.Uint64) bool {
 }
 
 // holderAlive reports whether a role word names a live holder: its entry
-// still has the generation the word records and is not proven dead.
+// is active, still has the generation the word records, and is not proven
+// dead. A free entry holds nothing, and neither does a claiming one: roles
+// are taken only once an entry is active, and a claim (of a free entry at
+// its generation, or of a dead one's at the next) never revives a word
+// stamped with an earlier generation.
 func (t *peerTable) holderAlive(v uint64) bool {
 	stamp, gen := uint64(v&0xffff), uint32(v>>16)
 	if stamp == 0 || stamp > t.n || v>>40 != 0 {
 		return false
 	}
 	ps, ctl := t.status(stamp - 1)
-	return layout.UnpackPeer(ctl).Gen == gen && !ps.Dead
+	c := layout.UnpackPeer(ctl)
+	return c.State == layout.PeerActive && c.Gen == gen && !ps.Dead
 }
