@@ -271,24 +271,35 @@ func (d *Deque) detach() {
 }
 
 // reclaimStamp runs when attach takes over the entry of a process proven
-// dead: its leases and steals are handed back. Its owner-side work (a
-// push or pop at the bottom) needs the repair lock and is left to Repair.
+// dead: its leases and steals are handed back. If it was the owner, what
+// it may have left at the bottom (not always stamped: a message published
+// but not counted is not) is set right first, under the repair lock,
+// which the entry being claimed holds by its new generation, and the
+// owner role is freed. If a repair or adoption holds the lock, the entry
+// is handed to Repair instead.
 func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
-	ownerSide := d.ownerWord.Load() == lockValue(stamp, prevGen)
+	if owner := lockValue(stamp, prevGen); d.ownerWord.Load() == owner {
+		// A dead owner's entry is only ever taken over (a clean close
+		// clears the owner word first), so we claim it at prevGen+1.
+		mine := lockValue(stamp, prevGen+1)
+		if !d.lock.CompareAndSwap(0, mine) {
+			return false
+		}
+		var rep RepairReport
+		d.fixBottom(stamp, &rep)
+		d.ownerWord.CompareAndSwap(owner, 0)
+		d.lock.CompareAndSwap(mine, 0)
+	}
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
 		if sw.Owner != stamp || sw.Validate(&d.lay) != nil {
 			continue
 		}
-		if sw.State == layout.SlotWriting || (ownerSide && sw.State == layout.SlotReading) {
-			return false
+		if sw.State == layout.SlotWriting {
+			return false // only an owner writes, at bottom: leave it to Repair
 		}
 		d.giveBack(i, raw, sw)
-	}
-	if ownerSide {
-		// The dead owner left nothing half done: the deque has no owner.
-		d.ownerWord.CompareAndSwap(lockValue(stamp, prevGen), 0)
 	}
 	return true
 }

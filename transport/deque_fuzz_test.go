@@ -2,9 +2,7 @@ package transport
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -96,26 +94,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 
-	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
-	hdr := d.Header()
-	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
-	if mode&fuzzHeader != 0 {
-		base, span = 0, int(hdr.HeaderSize)
-	}
-	off %= span
-	patch = patch[:min(len(patch), span-off)]
-	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
-		t.Fatal(err)
-	}
-	mustFail := false
-	if mode&fuzzHeader != 0 {
-		img, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, derr := layout.DecodeFile(img)
-		mustFail = derr != nil || h.Kind != layout.KindDeque || !h.IsReady()
-	}
+	mode, mustFail := fuzzOverlay(t, path, d.Header(), layout.KindDeque, data, fuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 
 	fuzzRun(t, func(step func(string)) (problems []string) {

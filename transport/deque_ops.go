@@ -71,7 +71,11 @@ func (d *Deque) pushBottom(msg []byte) error {
 			t = d.top.Load()
 			d.topSeen = t
 		}
-		if b-t >= d.lay.Capacity && b >= t {
+		if b >= t && b-t > d.lay.Capacity {
+			// top is fresh here: bottom cannot be that far ahead.
+			return fmt.Errorf("%w: %s: bottom %d is more than a deque ahead of top %d", ErrCorrupt, d.Path(), b, t)
+		}
+		if b >= t && b-t == d.lay.Capacity {
 			return ErrFull
 		}
 		if b < t {
@@ -114,7 +118,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			if w.CompareAndSwap(raw, again.Pack()) {
 				shm.CrashPoint("deque.push.after-republish")
 				d.bottom.Store(b + 1)
-				d.pending.Add(math.MaxUint64) // one fewer returned slot
+				d.uncountReturned()
 			}
 
 		case diff == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
@@ -248,7 +252,10 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			d.ownerPopped.Add(1)
 			return n, nil
 
-		case d.consumedAtTop(sw, diff):
+		case d.consumedAtTop(sw, diff) || (diff == 0 && sw.State == layout.SlotReading && sw.Owner == d.self):
+			// (READING by this handle at p is its own steal in flight,
+			// taken before it adopted: the owner's own pops finish under
+			// ownerMu.)
 			if p > d.top.Load() {
 				// Not taken at the top (top has not reached p): a
 				// position the owner burned past a held lease. Step
@@ -385,14 +392,14 @@ func (d *Deque) poison(t, raw uint64, sw layout.SlotWord) {
 // slots: it runs only when the deque is otherwise empty and the pending
 // count says there is something to find.
 //
-// pending is counted after each mark and uncounted after each take, and
-// never reset: a reset by a scan that found nothing could race with a
-// take not yet uncounted and a mark not yet counted and leave pending at
-// 0 with a returned message in a slot, hidden. So it is exact once the
-// operations in flight finish; a process killed between marking and
-// counting leaves it short (Repair recounts, and the owner re-publishes
-// the message when its pushes reach the slot), one killed between taking
-// and uncounting leaves it long (empty consumers scan in vain).
+// pending is an upper bound on the returned slots, never lower: a return
+// counts before it marks its slot (and uncounts if the mark fails), a take
+// uncounts after it took one, and nothing else writes it. So no returned
+// message is ever hidden from a consumer by the count. A process killed
+// between counting and marking, or between taking and uncounting, leaves
+// it one too high for good: consumers that find the deque empty then scan
+// the slots in vain on every try (ringctl verify reports it). A reset is
+// never safe: it could race with a return counted but not yet marked.
 func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		w := d.slotWord(i)
@@ -409,7 +416,7 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 			p.State = layout.SlotPoisoned
 			if w.CompareAndSwap(raw, p.Pack()) {
 				d.poisoned.Add(1)
-				d.pending.Add(math.MaxUint64)
+				d.uncountReturned()
 			}
 			continue
 		}
@@ -420,17 +427,41 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 		if !w.CompareAndSwap(raw, taken.Pack()) {
 			continue
 		}
-		d.pending.Add(math.MaxUint64)
+		d.uncountReturned()
 		return Lease{slot: i, lap: sw.Lap, data: d.payload(i, sw.Length), Deliveries: int(taken.Deliveries)}, nil
 	}
 	return Lease{}, ErrEmpty
 }
 
-// free releases a consumed slot for the owner's push one lap on.
-func (d *Deque) free(slot uint64, lap uint32) {
-	d.slotWord(slot).Store(layout.SlotWord{Lap: (lap + 1) & layout.SlotLapMask}.Pack())
+// free releases a slot this handle took (reading or leased) for the
+// owner's push one lap on. The owner may have burned past it meanwhile
+// (its lap moved on): free from the word as it is now, never from the lap
+// it was taken at, which would put an old lap inside [top, bottom).
+func (d *Deque) free(slot uint64, _ uint32) {
+	w := d.slotWord(slot)
+	for {
+		raw := w.Load()
+		sw := layout.UnpackSlot(raw)
+		if sw.Owner != d.self || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
+			return // not ours any more: nothing of ours to free
+		}
+		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+			break
+		}
+	}
 	if d.notFullW.Load() != 0 {
 		d.wakeOwner()
+	}
+}
+
+// uncountReturned takes one off pending, never below zero (a corrupt or
+// crash-inflated count must not wrap).
+func (d *Deque) uncountReturned() {
+	for {
+		p := d.pending.Load()
+		if p == 0 || d.pending.CompareAndSwap(p, p-1) {
+			return
+		}
 	}
 }
 
@@ -476,15 +507,14 @@ func (d *Deque) Ack(l Lease) error {
 // its slot). Its delivery count is kept, so a message that keeps being
 // released ends up as poison.
 func (d *Deque) Release(l Lease) error {
-	for {
-		raw, sw, err := d.heldLease(l)
-		if err != nil {
-			return err
-		}
-		if d.giveBack(l.slot, raw, sw) {
-			return nil
-		}
+	raw, sw, err := d.heldLease(l)
+	if err != nil {
+		return err
 	}
+	if !d.giveBack(l.slot, raw, sw) {
+		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, d.Path(), l.slot)
+	}
+	return nil
 }
 
 func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
@@ -508,14 +538,27 @@ func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
 }
 
 // giveBack turns a taken slot (reading or leased, top side) into a
-// returned one: the next consumer takes it again.
+// returned one, as long as the taker the word names at first still holds
+// it (the owner may burn past it meanwhile, moving its lap: then it tries
+// again). The next consumer that finds the deque empty, or the owner's
+// push that reaches the slot, takes it again. It reports whether it did.
 func (d *Deque) giveBack(i, raw uint64, sw layout.SlotWord) bool {
-	back := layout.SlotWord{State: layout.SlotReturned, Deliveries: sw.Deliveries, Length: sw.Length, Lap: sw.Lap}
-	if !d.slotWord(i).CompareAndSwap(raw, back.Pack()) {
-		return false
+	w := d.slotWord(i)
+	taker := sw.Owner
+	d.pending.Add(1) // count first: pending never hides a returned slot
+	for {
+		back := layout.SlotWord{State: layout.SlotReturned, Deliveries: sw.Deliveries, Length: sw.Length, Lap: sw.Lap}
+		if w.CompareAndSwap(raw, back.Pack()) {
+			break
+		}
+		raw = w.Load()
+		sw = layout.UnpackSlot(raw)
+		if sw.Owner != taker || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) || sw.Validate(&d.lay) != nil {
+			d.uncountReturned()
+			return false
+		}
 	}
 	shm.CrashPoint("deque.return.after-mark")
-	d.pending.Add(1)
 	d.returned.Add(1)
 	if d.notEmptyW.Load() != 0 {
 		d.wakeThieves()
@@ -531,21 +574,25 @@ func (d *Deque) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 	}
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		w := d.slotWord(i)
-		raw := w.Load()
-		sw := layout.UnpackSlot(raw)
-		if sw.State != layout.SlotPoisoned {
-			continue
-		}
-		if err := sw.Validate(&d.lay); err != nil {
-			return 0, 0, d.corrupt(i, raw, err)
-		}
-		if int(sw.Length) > len(buf) {
-			return 0, 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
-		}
-		n = copy(buf, d.payload(i, sw.Length))
-		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			d.wakeIfWaiting()
-			return n, int(sw.Deliveries), nil
+		// Look again while the slot stays poisoned: the owner may burn
+		// past it (moving its lap) between the copy and the CAS.
+		for {
+			raw := w.Load()
+			sw := layout.UnpackSlot(raw)
+			if sw.State != layout.SlotPoisoned {
+				break
+			}
+			if err := sw.Validate(&d.lay); err != nil {
+				return 0, 0, d.corrupt(i, raw, err)
+			}
+			if int(sw.Length) > len(buf) {
+				return 0, 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
+			}
+			n = copy(buf, d.payload(i, sw.Length))
+			if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+				d.wakeIfWaiting()
+				return n, int(sw.Deliveries), nil
+			}
 		}
 	}
 	return 0, 0, ErrEmpty

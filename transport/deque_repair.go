@@ -23,24 +23,11 @@ type DequeScanReport struct {
 // half-written, poisoned or corrupt, with its owner, and whether the
 // deque's owner is proven dead. It changes nothing and works read-only.
 func (d *Deque) Scan() DequeScanReport {
-	rep := DequeScanReport{Path: d.Path(), Counters: d.Counters(), Peers: d.Peers(), States: map[layout.SlotState]int{}}
+	rep := DequeScanReport{Path: d.Path(), Counters: d.Counters(), Peers: d.Peers()}
+	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&d.lay, func(i uint64) uint64 { return d.slotWord(i).Load() }, rep.Peers)
 	if v := d.ownerWord.Load(); v != 0 {
 		rep.OwnerAlive = d.holderAlive(v)
 		if !rep.OwnerAlive {
-			rep.Problems++
-		}
-	}
-	for i := uint64(0); i < d.lay.Capacity; i++ {
-		sr := classifySlot(&d.lay, i, d.slotWord(i).Load(), rep.Peers)
-		if sr.Problem == SlotCorrupt {
-			rep.Corrupt++
-		} else {
-			rep.States[sr.Word.State]++
-		}
-		if sr.Word.State != layout.SlotFree || sr.Problem != SlotOK {
-			rep.Slots = append(rep.Slots, sr)
-		}
-		if sr.Problem != SlotOK {
 			rep.Problems++
 		}
 	}
@@ -66,23 +53,25 @@ func (d *Deque) Repair() (RepairReport, error) {
 	dead, reports := d.markDead()
 	rep.DeadPeers = reports
 
-	if v := d.ownerWord.Load(); v != 0 && v != d.myLock() && !d.holderAlive(v) {
+	switch v := d.ownerWord.Load(); {
+	case v == 0:
+		// No owner, so nobody moves bottom: set it right in case an
+		// owner died with a message published but not counted, and its
+		// role was freed before a repair saw it.
+		d.fixBottom(0, &rep)
+	case v != d.myLock() && !d.holderAlive(v):
 		d.fixBottom(uint16(v&0xffff), &rep)
 		shm.CrashPoint("deque.repair.after-fix-bottom")
 		if d.ownerWord.CompareAndSwap(v, 0) {
 			rep.OwnerDied = true
 		}
 	}
-	returned := uint64(0) // returned slots seen, for the pending hint
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
 		if err := sw.Validate(&d.lay); err != nil {
 			rep.Corrupt++
 			continue
-		}
-		if sw.State == layout.SlotReturned {
-			returned++
 		}
 		if sw.Owner == 0 || !dead[sw.Owner-1] {
 			continue
@@ -97,10 +86,6 @@ func (d *Deque) Repair() (RepairReport, error) {
 			// that; one anywhere else no operation writes.
 			rep.Corrupt++
 		}
-	}
-	// A process killed between returning a message and counting it
-	// leaves the hint short: consumers would not look for the message.
-	for p := d.pending.Load(); p < returned && !d.pending.CompareAndSwap(p, returned); p = d.pending.Load() {
 	}
 	d.freeDead(dead, make([]bool, len(dead)))
 	if rep.Changed() {

@@ -114,28 +114,34 @@ func (d *Deque) Claim(ctx context.Context) (Lease, error) {
 }
 
 // topSlot is what a waiting thief is behind: the slot at top, or, when the
-// deque looks empty, the one at bottom (a dead owner's pop in progress
-// there hides the message from thieves until a repair rolls it back).
+// deque looks empty, the one at bottom, where a dead owner can hide a
+// message from thieves until a repair sets bottom right: a pop in
+// progress (READING, stamped) or a message published but not counted
+// (READY at bottom). The latter carries no stamp, so it is presented as
+// the owner's, to be judged like any owned slot (sleep checks the owner
+// after a while; a live owner is left alone).
 func (d *Deque) topSlot() (uint64, uint64) {
 	t := d.top.Load()
-	if b := d.bottom.Load(); b <= t {
-		return b & d.mask, d.slotWord(b).Load()
-	}
-	return t & d.mask, d.slotWord(t).Load()
-}
-
-// bottomSlot is what a waiting owner is behind: the slot its next push
-// needs. A lease there stalls the owner (no burning past it, see
-// docs/design.md), so unlike the ring's producers the owner treats a
-// leaseholder like a reader: checked for death while it waits.
-func (d *Deque) bottomSlot() (uint64, uint64) {
 	b := d.bottom.Load()
+	if b > t {
+		return t & d.mask, d.slotWord(t).Load()
+	}
 	raw := d.slotWord(b).Load()
-	if sw := layout.UnpackSlot(raw); sw.State == layout.SlotLeased {
-		sw.State = layout.SlotReading
+	sw := layout.UnpackSlot(raw)
+	if owner := d.ownerStamp(); owner != 0 && sw.State == layout.SlotReady && sw.Lap == d.lay.LapOf(b) {
+		sw.State, sw.Owner = layout.SlotReading, owner
 		raw = sw.Pack()
 	}
 	return b & d.mask, raw
+}
+
+// bottomSlot is what a waiting owner is behind: the slot its next push
+// needs, held by a thief still copying out (READING) the message of a lap
+// before; sleep checks that thief after a while. (Leases and poison do not
+// stop the owner: it burns past them.)
+func (d *Deque) bottomSlot() (uint64, uint64) {
+	b := d.bottom.Load()
+	return b & d.mask, d.slotWord(b).Load()
 }
 
 // healSlot repairs the deque if the owner of the slot in the way is proven
