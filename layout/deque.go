@@ -27,8 +27,9 @@ package layout
 // the participant table and slots sit at the same offsets; the deque adds
 // the returned slot state. The owner word holds the owner's participant
 // index+1 (bits 0-15) and that entry's generation (16-39), 0 when the deque
-// has no owner; pending counts returned slots (a hint: it may be too high
-// after a crash, never too low after a repair). These constants are part
+// has no owner; pending counts returned slots (an upper bound: too high
+// by one for each process killed between counting and marking, or taking
+// and uncounting; never too low). These constants are part
 // of the format.
 const (
 	DequeOffBottom      = 0
