@@ -66,12 +66,17 @@ func (d *Deque) Repair() (RepairReport, error) {
 			rep.OwnerDied = true
 		}
 	}
+	pending := d.pending.Load()
+	marked := uint64(0)
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
 		if err := sw.Validate(&d.lay); err != nil {
 			rep.Corrupt++
 			continue
+		}
+		if sw.State == layout.SlotReturned {
+			marked++
 		}
 		if sw.Owner == 0 || !dead[sw.Owner-1] {
 			continue
@@ -86,6 +91,13 @@ func (d *Deque) Repair() (RepairReport, error) {
 			// that; one anywhere else no operation writes.
 			rep.Corrupt++
 		}
+	}
+	// Returns count before they mark, so the count is never below the
+	// marked slots unless the word was damaged. Raise it then, but only
+	// from the value read before the scan: if anything counted or
+	// uncounted since, the CAS fails and the count stands.
+	if marked > pending {
+		d.pending.CompareAndSwap(pending, marked)
 	}
 	d.freeDead(dead, make([]bool, len(dead)))
 	if rep.Changed() {
