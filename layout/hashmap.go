@@ -29,8 +29,10 @@ import (
 // the writer holding the bucket, which value copy is active, and a version
 // bumped on every publish. home_lock serialises the writers of every key
 // whose probe sequence starts at this bucket; it holds the holder's
-// participant index + 1 in bits 0-15 and its entry's generation in bits
-// 16-39 (0 when free). A key is hashed with HashMapHash; its home bucket is
+// participant index + 1 in bits 0-15, its entry's generation in bits 16-39
+// and an acquisition count in bits 40-63 (0 when free): every acquisition
+// stores a new word, so a waiter tells a new holder from one that keeps
+// it. A key is hashed with HashMapHash; its home bucket is
 // hash & (capacity - 1), and its probe sequence is home, home+1, ...
 // (mod capacity).
 //
@@ -56,6 +58,13 @@ const (
 	HashMapBucketValLen1  = 24
 	HashMapBucketReserved = 28
 	HashMapBucketKey      = 32
+
+	// A home lock word: the holder (lockValue: participant index + 1,
+	// generation) in the bits of HashMapHomeHolderMask, the holder's
+	// acquisition count (modulo 2^24) from HashMapHomeSeqShift up.
+	HashMapHomeHolderMask = 1<<40 - 1
+	HashMapHomeSeqShift   = 40
+	HashMapHomeSeqMask    = 1<<24 - 1
 
 	HashMapMinCapacity     = 2
 	HashMapMaxCapacity     = 1 << 24
@@ -192,7 +201,7 @@ func (l *HashMapLayout) fieldMap() Map {
 	}
 	bucket := []Field{
 		{"ctl", HashMapBucketCtl, 8, "state (bits 0-2: 0 empty, 1 inserting, 2 full, 3 tombstone), owner (3-12), active copy (13), version (14-63)"},
-		{"home_lock", HashMapBucketHomeLock, 8, "writer of keys homed here: participant index+1 (bits 0-15), generation (16-39); 0 when free"},
+		{"home_lock", HashMapBucketHomeLock, 8, "writer of keys homed here: participant index+1 (bits 0-15), generation (16-39), acquisition count (40-63); 0 when free"},
 		{"key_len", HashMapBucketKeyLen, 4, "key bytes"},
 		{"value_len0", HashMapBucketValLen0, 4, "bytes of value copy 0"},
 		{"value_len1", HashMapBucketValLen1, 4, "bytes of value copy 1"},

@@ -67,6 +67,7 @@ type HashMap struct {
 	repairs                             *atomic.Uint64
 	peerTable                           // participants, the repair lock, and our entry (self)
 	id                                  uint64
+	homeSeq                             atomic.Uint64 // home lock acquisitions by this handle (homeValue)
 }
 
 // CreateHashMap creates a hash map file at path (a bare name lives in

@@ -4,5 +4,6 @@ package transport
 // where the hardware does not already: on amd64 (TSO) loads are not
 // reordered with older loads, stores not with older stores, and Go's
 // atomic loads and stores are not moved by the compiler, so nothing is
-// needed. See hashmap_fence_other.go and docs/parts/hashmap-design.md.
+// needed. See hashmap_fence_other.go and docs/design.md, section "The
+// hash map" (Memory ordering).
 func hashMapFence() {}

@@ -12,7 +12,8 @@ import (
 )
 
 // The hash map's operations. The state machine and the argument that a
-// reader never sees a torn value are in docs/parts/hashmap-design.md.
+// reader never sees a torn value are in docs/design.md, section "The hash
+// map".
 
 const (
 	// hmReadRetries bounds the re-reads of one bucket that kept changing
@@ -220,8 +221,10 @@ func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok 
 // Writers of keys with the same home bucket take turns. A turn held by a
 // process proven dead is taken over, and whatever that process left
 // half-done on the key is rolled back first; a turn held by a live process
-// for over a second (one stopped by a signal or a debugger) gives
-// ErrDeadlineOrClose. The same holds for Delete.
+// for over a second without changing hands (one stopped by a signal or a
+// debugger) gives ErrDeadlineOrClose. The same holds for Delete. A full
+// map is ErrFull only after the inserts of writers proven dead have been
+// rolled back.
 func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 	if m.self == 0 || m.area == nil {
 		return false, ErrNotAttached
@@ -259,7 +262,10 @@ func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
 			continue
 		}
 		if !f.haveFree {
-			if f.inserting > 0 && round == 0 && m.rollBackDeadInserts() > 0 {
+			// Before refusing, free the claims of writers proven dead
+			// (each time: a writer may have died since the last look).
+			// A rollback is progress, so hmWriteRounds bounds this.
+			if f.inserting > 0 && m.rollBackDeadInserts() > 0 {
 				continue // a dead writer's claim freed: look again
 			}
 			m.fullHits.Add(1)
@@ -269,14 +275,16 @@ func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
 			return true, nil
 		}
 		// Another writer claimed the bucket first (for another key: ours
-		// is serialised by the home lock). Look again.
+		// is serialised by the home lock), or our claim was rolled back
+		// before we published (see insert). Look again.
 	}
 	return false, m.noProgress(home)
 }
 
 // update replaces the value of the entry in bucket i (control word raw,
 // full) while the home lock is held. It returns false to make the caller
-// look again.
+// look again: the bucket is locked by someone else (healed first), our
+// lock CAS lost, or our lock was taken from us before we published.
 func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.Time) (bool, error) {
 	w := layout.UnpackHashMapWord(raw)
 	if w.Owner != 0 {
@@ -295,10 +303,16 @@ func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.T
 	copy(m.valueBytes(i, next, uint32(len(value))), value)
 	shm.CrashPoint("hashmap.update.after-write")
 	// Publish: the new copy becomes active, the version moves on and the
-	// lock is dropped, in one store (release: the copy is visible first).
+	// lock is dropped, in one CAS from the word we stored (release: the
+	// copy is visible first). Nothing changes a bucket we hold but a
+	// rollback on proof of our death, which cannot happen while we run; if
+	// it did (a wrong proof), the update did not happen (readers kept the
+	// old copy) and the caller does it again.
 	pub := w.Next()
 	pub.Active = next
-	ctl.Store(pub.Pack())
+	if !ctl.CompareAndSwap(locked.Pack(), pub.Pack()) {
+		return false, nil
+	}
 	shm.CrashPoint("hashmap.update.after-publish")
 	m.updates.Add(1)
 	return true, nil
@@ -306,7 +320,12 @@ func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.T
 
 // insert claims the free bucket i (control word raw: empty or tombstone)
 // for key, writes the key and value and publishes the entry. It returns
-// false if another writer claimed the bucket first.
+// false if another writer claimed the bucket first, or if our claim was
+// taken from us before we published: the publish is a CAS from the exact
+// claim we stored, and only a rollback on proof of our death changes a
+// claim (impossible while we run; after a wrong proof the bucket is a
+// tombstone, perhaps reused, and the insert did not happen: the caller
+// looks again and inserts elsewhere).
 func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
 	ctl := m.ctl(i)
 	w := layout.UnpackHashMapWord(raw)
@@ -326,7 +345,9 @@ func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
 	shm.CrashPoint("hashmap.insert.after-value")
 	pub := claim.Next()
 	pub.State, pub.Owner, pub.Active = layout.BucketFull, 0, next
-	ctl.Store(pub.Pack())
+	if !ctl.CompareAndSwap(claim.Pack(), pub.Pack()) {
+		return false
+	}
 	shm.CrashPoint("hashmap.insert.after-publish")
 	m.live.Add(1)
 	m.inserts.Add(1)
@@ -380,7 +401,12 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 		shm.CrashPoint("hashmap.delete.after-lock")
 		tomb := w.Next()
 		tomb.State = layout.BucketTombstone
-		ctl.Store(tomb.Pack())
+		if !ctl.CompareAndSwap(locked.Pack(), tomb.Pack()) {
+			// Our lock was rolled back before we published (only on a
+			// proof of our death, so never while we run): the delete did
+			// not happen; do it again.
+			continue
+		}
 		shm.CrashPoint("hashmap.delete.after-publish")
 		m.live.Add(^uint64(0))
 		m.deletes.Add(1)
@@ -445,24 +471,45 @@ func (m *HashMap) find(home uint64, key []byte) (hmFind, error) {
 	return f, nil
 }
 
-// hmHomeWaitMax bounds a wait for a home lock whose holder is alive: a
-// writer holds it for the few hundred nanoseconds of one Put or Delete, so
-// a holder that keeps it this long is stopped (SIGSTOP, a debugger) or the
-// word is corrupt (it names a live participant that does not hold it).
-// A variable so that tests can shorten it.
+// hmHomeWaitMax bounds a wait for a home lock whose holder is alive and
+// does not change: a writer holds it for the few hundred nanoseconds of one
+// Put or Delete, so a holder that keeps it this long is stopped (SIGSTOP, a
+// debugger) or the word is corrupt (it names a live participant that does
+// not hold it). A variable so that tests can shorten it.
 var hmHomeWaitMax = time.Second
 
+// homeValue returns a new home lock word for this handle: lockValue of our
+// entry in bits 0-39 and, in bits 40-63, the handle's acquisition count
+// (modulo 2^24). Every acquisition stores a word that differs from the
+// previous one, also between goroutines of one handle, so a waiter sees
+// every change of holder.
+func (m *HashMap) homeValue() uint64 {
+	return m.myLock() | (m.homeSeq.Add(1)&layout.HashMapHomeSeqMask)<<layout.HashMapHomeSeqShift
+}
+
+// homeHolderAlive reports whether a home lock word names a live holder
+// (the acquisition count plays no part in that).
+func (m *HashMap) homeHolderAlive(v uint64) bool {
+	return m.holderAlive(v & layout.HashMapHomeHolderMask)
+}
+
 // lockHome takes the home lock word hl for this participant and returns
-// the value it stored. A holder is replaced only once proven dead (or when
-// the word names no possible holder), as peerTable.takeRole does; other
-// goroutines of this handle hold it with the same value and are waited
-// for like anyone else. A live holder is waited for at most
-// hmHomeWaitMax: then ErrDeadlineOrClose.
+// the value it stored. A holder is replaced only once proven dead, or when
+// the word names no possible holder (an entry out of range, free, being
+// claimed, or at another generation), as peerTable.takeRole does. A live
+// holder is waited for at most hmHomeWaitMax counted from when the word
+// was last seen free or changed (each acquisition stores a new word, see
+// homeValue): a wait that outlasts it without a change ends with
+// ErrDeadlineOrClose.
 func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
-	mine := m.myLock()
-	var since time.Time
+	mine := m.homeValue()
+	var last uint64
+	var since time.Time // zero until the holder in last has been waited for past the spins
 	for spin := 0; ; spin++ {
 		v := hl.Load()
+		if v != last {
+			last, since = v, time.Time{} // free, or a new holder: the wait starts again
+		}
 		if v == 0 {
 			if hl.CompareAndSwap(0, mine) {
 				return mine, nil
@@ -473,11 +520,11 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 			spinPause()
 			continue
 		}
-		if spin == hmHomeSpins {
+		if since.IsZero() {
 			since = time.Now()
 		}
 		if (spin-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 {
-			if !m.holderAlive(v) {
+			if !m.homeHolderAlive(v) {
 				if hl.CompareAndSwap(v, mine) {
 					m.homeTakeovers.Add(1)
 					return mine, nil
@@ -485,7 +532,7 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 				continue
 			}
 			if time.Since(since) > hmHomeWaitMax {
-				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d for over %v (stopped, or the word %#x is corrupt)",
+				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d, unchanged, for over %v (stopped, or the word %#x is corrupt)",
 					ErrDeadlineOrClose, m.Path(), bucket, v&0xffff-1, hmHomeWaitMax, v)
 			}
 		}
@@ -549,9 +596,14 @@ func (m *HashMap) rollBack(i, raw uint64) bool {
 }
 
 // rollBackDeadInserts rolls back the inserting buckets of writers proven
-// dead, for an insert that found no free bucket. It judges each owner once.
+// dead, for an insert that found no free bucket. An owner stamp names a
+// table entry, not a process: the entry may be taken over by a new process
+// (with the same stamp) while the scan runs. So each bucket is judged after
+// its word is loaded, against the entry as it is then; a verdict is reused
+// only for the same entry control word (same state, generation and pid:
+// the same registration), re-read after loading the bucket.
 func (m *HashMap) rollBackDeadInserts() int {
-	verdict := map[uint16]bool{}
+	verdicts := map[uint16]hmVerdict{}
 	n := 0
 	for i := uint64(0); i < m.lay.Capacity; i++ {
 		raw := m.ctl(i).Load()
@@ -559,14 +611,35 @@ func (m *HashMap) rollBackDeadInserts() int {
 		if w.State != layout.BucketInserting || w.Validate(&m.lay) != nil {
 			continue
 		}
-		dead, ok := verdict[w.Owner]
-		if !ok {
-			dead = m.stampDead(w.Owner)
-			verdict[w.Owner] = dead
-		}
-		if dead && m.rollBack(i, raw) {
+		if m.ownerDead(w.Owner, verdicts) && m.rollBack(i, raw) {
 			n++
 		}
 	}
 	return n
+}
+
+// hmVerdict is a death verdict on the registration whose entry control
+// word is ctl.
+type hmVerdict struct {
+	ctl  uint64
+	dead bool
+}
+
+// ownerDead reports whether the participant that owner stamp names is
+// proven dead. The caller has loaded the bucket word naming it first: the
+// entry is read after that, so a new process that took the entry over
+// before the bucket was stamped with its stamp is the one judged. A
+// verdict in cache is used only while the entry's control word is the one
+// it was made for.
+func (m *HashMap) ownerDead(stamp uint16, cache map[uint16]hmVerdict) bool {
+	if stamp == 0 || uint64(stamp) > m.lay.Participants {
+		return false
+	}
+	ctl := m.entry(uint64(stamp - 1)).ctl.Load()
+	if v, ok := cache[stamp]; ok && v.ctl == ctl {
+		return v.dead
+	}
+	ps, seen := m.status(uint64(stamp - 1))
+	cache[stamp] = hmVerdict{ctl: seen, dead: ps.Dead}
+	return ps.Dead
 }

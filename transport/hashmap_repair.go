@@ -14,7 +14,7 @@ const (
 	HashMapOK             HashMapProblem = iota // unlocked, or held by a participant not proven dead
 	HashMapOrphanedInsert                       // inserting, its writer dead: Repair makes it a tombstone
 	HashMapOrphanedLock                         // full and locked by a dead writer (an update or a delete): Repair unlocks it, the old value kept
-	HashMapOrphanedHome                         // a home lock held by a dead participant: Repair releases it
+	HashMapOrphanedHome                         // a home lock held by a dead participant, or naming no possible holder: Repair releases it
 	HashMapCorrupt                              // a word no map operation writes
 )
 
@@ -46,7 +46,7 @@ type HashMapHomeLockReport struct {
 	Raw      uint64
 	Holder   int           // participant index, -1 when the word names none
 	HolderID shm.ProcessID // the holder's identity as the table records it
-	Alive    bool          // the holder is alive: its entry still has the generation the word records and is not proven dead
+	Alive    bool          // the holder is alive: its entry is active, still has the generation the word records, and is not proven dead
 	Problem  HashMapProblem
 }
 
@@ -67,7 +67,11 @@ type HashMapScanReport struct {
 // home lock, and every corrupt word. It changes nothing and works on
 // read-only maps; values read from the mapping are validated, never
 // trusted. Under live writers it is a snapshot of each word, not a
-// consistent cut.
+// consistent cut; but a problem (orphaned or corrupt) is reported only
+// after the word was read again, its owner judged again from the table as
+// it is then, and the word found unchanged across that judgement, so that
+// a process attaching or a writer finishing during the scan is not
+// reported as one.
 func (m *HashMap) Scan() HashMapScanReport {
 	rep := HashMapScanReport{Path: m.Path(), Counters: m.Counters(), States: map[layout.BucketState]int{}}
 	if m.area == nil {
@@ -75,7 +79,10 @@ func (m *HashMap) Scan() HashMapScanReport {
 	}
 	rep.Peers = m.Peers()
 	for i := uint64(0); i < m.lay.Capacity; i++ {
-		br := m.classifyBucket(i, rep.Peers)
+		br := m.classifyBucket(i, m.ctl(i).Load(), func(o int) PeerStatus { return rep.Peers[o] })
+		if br.Problem != HashMapOK {
+			br = m.recheckBucket(i, br)
+		}
 		switch {
 		case br.Problem == HashMapCorrupt:
 			rep.Corrupt++
@@ -90,6 +97,12 @@ func (m *HashMap) Scan() HashMapScanReport {
 		}
 		if v := m.home(i).Load(); v != 0 {
 			hr := m.classifyHome(i, v, rep.Peers)
+			if hr.Problem != HashMapOK {
+				var held bool
+				if hr, held = m.recheckHome(i, hr); !held {
+					continue
+				}
+			}
 			rep.HomeLocks = append(rep.HomeLocks, hr)
 			if hr.Problem != HashMapOK {
 				rep.Problems++
@@ -102,9 +115,32 @@ func (m *HashMap) Scan() HashMapScanReport {
 	return rep
 }
 
-func (m *HashMap) classifyBucket(i uint64, peers []PeerStatus) HashMapBucketReport {
+// hmScanRechecks bounds Scan's re-reads of a word found with a problem that
+// changed under each re-read (live writers: the last reading is reported).
+const hmScanRechecks = 8
+
+// recheckBucket judges a bucket found with a problem again: the word is
+// re-read, its owner judged from the table as it is now (read after the
+// word), and the result kept only if the word has not changed meanwhile.
+func (m *HashMap) recheckBucket(i uint64, br HashMapBucketReport) HashMapBucketReport {
 	ctl := m.ctl(i)
-	raw := ctl.Load()
+	for try := 0; try < hmScanRechecks; try++ {
+		raw := ctl.Load()
+		br = m.classifyBucket(i, raw, func(o int) PeerStatus {
+			ps, _ := m.status(uint64(o))
+			return ps
+		})
+		if br.Problem == HashMapOK || ctl.Load() == raw {
+			return br
+		}
+	}
+	return br
+}
+
+// classifyBucket judges bucket i, whose control word was raw; peer reports
+// on the participant entry of the word's owner (an index in the table).
+func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashMapBucketReport {
+	ctl := m.ctl(i)
 	w := layout.UnpackHashMapWord(raw)
 	br := HashMapBucketReport{Index: i, Raw: raw, Word: w, Owner: int(w.Owner) - 1, Alive: true}
 	if err := w.Validate(&m.lay); err != nil {
@@ -123,13 +159,21 @@ func (m *HashMap) classifyBucket(i uint64, peers []PeerStatus) HashMapBucketRepo
 	if br.Owner < 0 {
 		return br
 	}
-	p := peers[br.Owner]
+	p := peer(br.Owner)
 	br.OwnerID, br.Alive = p.ID, !p.Dead
-	if p.State == "free" || (p.State == "claiming" && !p.Dead) {
+	switch {
+	case p.State == "free":
 		// An owner stamp naming an unused entry: no process can be proven
 		// to own it, and no repair may guess.
-		br.Problem, br.Err, br.Alive = HashMapCorrupt, "owner entry is "+p.State, false
+		br.Problem, br.Err, br.Alive = HashMapCorrupt, "owner entry is free", false
 		return br
+	case p.State == "claiming" && !p.Dead:
+		// The entry is being taken over (or taken after it was freed):
+		// the process claiming it rolls back what is stamped with it
+		// before it writes anything, so this is an earlier owner's, left
+		// behind. The table no longer records that owner.
+		br.OwnerID, br.Alive = shm.ProcessID{}, false
+		p.Dead = true
 	}
 	if p.Dead {
 		if w.State == layout.BucketInserting {
@@ -141,19 +185,45 @@ func (m *HashMap) classifyBucket(i uint64, peers []PeerStatus) HashMapBucketRepo
 	return br
 }
 
+// classifyHome judges the home lock word v of bucket i. Its holder is
+// judged from the table as it is now (read after v); peers, when not nil,
+// gives the holder's identity.
 func (m *HashMap) classifyHome(i, v uint64, peers []PeerStatus) HashMapHomeLockReport {
 	hr := HashMapHomeLockReport{Bucket: i, Raw: v, Holder: -1}
 	stamp := v & 0xffff
-	if stamp == 0 || stamp > m.lay.Participants || v>>40 != 0 {
+	if stamp == 0 || stamp > m.lay.Participants {
 		hr.Problem = HashMapCorrupt
 		return hr
 	}
 	hr.Holder = int(stamp - 1)
-	hr.HolderID = peers[hr.Holder].ID
-	if hr.Alive = m.holderAlive(v); !hr.Alive {
+	if hr.Alive = m.homeHolderAlive(v); !hr.Alive {
 		hr.Problem = HashMapOrphanedHome
 	}
+	if peers != nil {
+		hr.HolderID = peers[hr.Holder].ID
+	} else {
+		ps, _ := m.status(uint64(hr.Holder))
+		hr.HolderID = ps.ID
+	}
 	return hr
+}
+
+// recheckHome judges a home lock found with a problem again, as
+// recheckBucket does a bucket. It reports false if the lock was released
+// meanwhile.
+func (m *HashMap) recheckHome(i uint64, hr HashMapHomeLockReport) (HashMapHomeLockReport, bool) {
+	hl := m.home(i)
+	for try := 0; try < hmScanRechecks; try++ {
+		v := hl.Load()
+		if v == 0 {
+			return hr, false
+		}
+		hr = m.classifyHome(i, v, nil)
+		if hr.Problem == HashMapOK || hl.Load() == v {
+			return hr, true
+		}
+	}
+	return hr, true
 }
 
 // HashMapRepairReport says what Repair did.
@@ -215,7 +285,7 @@ func (m *HashMap) Repair() (HashMapRepairReport, error) {
 			shm.CrashPoint("hashmap.repair.after-rollback")
 		}
 		hl := m.home(i)
-		if v := hl.Load(); v != 0 && !m.holderAlive(v) && hl.CompareAndSwap(v, 0) {
+		if v := hl.Load(); v != 0 && !m.homeHolderAlive(v) && hl.CompareAndSwap(v, 0) {
 			m.homeTakeovers.Add(1)
 			rep.HomeLocks++
 		}
@@ -242,7 +312,7 @@ func (m *HashMap) reclaimStamp(stamp uint16, prevGen uint32) bool {
 			m.rollBack(i, raw)
 		}
 		hl := m.home(i)
-		if v := hl.Load(); v != 0 && v&0xffff == uint64(stamp) && v>>40 == 0 && hl.CompareAndSwap(v, 0) {
+		if v := hl.Load(); v != 0 && v&0xffff == uint64(stamp) && hl.CompareAndSwap(v, 0) {
 			m.homeTakeovers.Add(1)
 		}
 	}
