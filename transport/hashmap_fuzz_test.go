@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -162,26 +161,7 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 	m.Put(hmKey(3), []byte("third, a longer value"))
 	m.Put(hmKey(3), []byte(""))
 
-	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
-	hdr := m.Header()
-	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
-	if mode&hmFuzzHeader != 0 {
-		base, span = 0, int(hdr.HeaderSize)
-	}
-	off %= span
-	patch = patch[:min(len(patch), span-off)]
-	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
-		t.Fatal(err)
-	}
-	mustFail := false
-	if mode&hmFuzzHeader != 0 {
-		img, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, derr := layout.DecodeFile(img)
-		mustFail = derr != nil || h.Kind != layout.KindHashMap || !h.IsReady()
-	}
+	mode, mustFail := fuzzOverlay(t, path, m.Header(), layout.KindHashMap, data, hmFuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 	ks, vs := int(hmFuzzConfig.KeySize), int(hmFuzzConfig.ValueSize)
 

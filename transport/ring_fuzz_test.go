@@ -239,30 +239,7 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 	}
 	r.NextID()
 
-	// Overlay the input through the file (tmpfs page cache: the mappings
-	// see it at once).
-	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
-	hdr := r.Header()
-	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
-	if mode&fuzzHeader != 0 {
-		base, span = 0, int(hdr.HeaderSize)
-	}
-	off %= span
-	patch = patch[:min(len(patch), span-off)]
-	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
-		t.Fatal(err)
-	}
-	// With a patched header, Open must refuse exactly what does not
-	// decode as a ready ring of this size.
-	mustFail := false
-	if mode&fuzzHeader != 0 {
-		img, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, derr := layout.DecodeFile(img)
-		mustFail = derr != nil || h.Kind != layout.KindRing || !h.IsReady()
-	}
+	mode, mustFail := fuzzOverlay(t, path, r.Header(), layout.KindRing, data, fuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 
 	fuzzRun(t, func(step func(string)) (problems []string) {
@@ -409,6 +386,35 @@ func fuzzCheckScan(rep ScanReport, r *Ring, check func(bool, string, ...any)) {
 			check(uint64(s.Word.Length) <= uint64(r.MaxPayload()), "Scan passed slot %d with length %d", s.Index, s.Word.Length)
 		}
 	}
+}
+
+// fuzzOverlay writes a fuzz input over a live file through the file itself
+// (tmpfs page cache: the mappings see it at once): data[0:2] is the
+// offset, data[2] the mode, the rest the bytes, written over the kind's
+// area or, with headerBit in the mode, over the common header. It returns
+// the mode, and whether opening must now fail (the patched header does
+// not decode as a ready file of kind).
+func fuzzOverlay(t *testing.T, path string, hdr layout.Header, kind layout.Kind, data []byte, headerBit byte) (mode byte, mustFail bool) {
+	t.Helper()
+	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
+	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
+	if mode&headerBit != 0 {
+		base, span = 0, int(hdr.HeaderSize)
+	}
+	off %= span
+	patch = patch[:min(len(patch), span-off)]
+	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
+		t.Fatal(err)
+	}
+	if mode&headerBit != 0 {
+		img, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, derr := layout.DecodeFile(img)
+		mustFail = derr != nil || h.Kind != kind || !h.IsReady()
+	}
+	return mode, mustFail
 }
 
 func fuzzWriteAt(path string, b []byte, off int64) error {

@@ -56,23 +56,31 @@ type ScanReport struct {
 // and works on read-only rings; values read from the mapping are
 // validated, never trusted.
 func (r *Ring) Scan() ScanReport {
-	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers(), States: map[layout.SlotState]int{}}
-	for i := uint64(0); i < r.lay.Capacity; i++ {
-		raw := r.slotWord(i).Load()
-		sr := classifySlot(&r.lay, i, raw, rep.Peers)
+	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers()}
+	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
+	return rep
+}
+
+// scanSlots classifies every slot of a ring or deque (word loads slot i's
+// word): the count of slots in each state, every slot that is not free or
+// has a problem, how many have problems, how many are corrupt.
+func scanSlots(lay *layout.RingLayout, word func(i uint64) uint64, peers []PeerStatus) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
+	states = map[layout.SlotState]int{}
+	for i := uint64(0); i < lay.Capacity; i++ {
+		sr := classifySlot(lay, i, word(i), peers)
 		if sr.Problem == SlotCorrupt {
-			rep.Corrupt++
+			corrupt++
 		} else {
-			rep.States[sr.Word.State]++
+			states[sr.Word.State]++
 		}
 		if sr.Word.State != layout.SlotFree || sr.Problem != SlotOK {
-			rep.Slots = append(rep.Slots, sr)
+			slots = append(slots, sr)
 		}
 		if sr.Problem != SlotOK {
-			rep.Problems++
+			problems++
 		}
 	}
-	return rep
+	return states, slots, problems, corrupt
 }
 
 // classifySlot judges slot i of a ring or deque by its word and the
