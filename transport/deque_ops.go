@@ -315,27 +315,40 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 	stale := 0
 	for {
 		t := d.top.Load()
-		b := d.bottom.Load()
-		if t >= b {
-			if d.pending.Load() != 0 {
-				return d.takeReturned(state, room)
-			}
-			return Lease{}, ErrEmpty
-		}
-		if b-t > d.lay.Capacity {
-			// Our top may be stale: others took messages and the owner
-			// pushed more between the two loads. top never moves back,
-			// so if it has not moved, bottom really was that far ahead.
-			if d.top.Load() != t {
-				continue
-			}
-			return Lease{}, fmt.Errorf("%w: %s: top %d and bottom %d are more than a deque apart", ErrCorrupt, d.Path(), t, b)
-		}
 		lap := d.lay.LapOf(t)
 		w := d.slotWord(t)
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
 		diff := layout.LapDiff(sw.Lap, lap)
+		// A message READY at top's own lap is published (the owner stores
+		// READY before it moves bottom past it, and never leaves READY at
+		// a position above bottom), so it can be taken without reading
+		// bottom, whose line the owner writes on every push. Anything
+		// else needs bottom: is the deque empty, or is top behind?
+		if diff != 0 || sw.State != layout.SlotReady {
+			b := d.bottom.Load()
+			if t >= b {
+				if d.pending.Load() != 0 {
+					return d.takeReturned(state, room)
+				}
+				return Lease{}, ErrEmpty
+			}
+			if b-t > d.lay.Capacity {
+				// Our top may be stale: others took messages and the
+				// owner pushed more between the two loads. top never
+				// moves back, so if it has not moved, bottom really was
+				// that far ahead.
+				if d.top.Load() != t {
+					continue
+				}
+				return Lease{}, fmt.Errorf("%w: %s: top %d and bottom %d are more than a deque apart", ErrCorrupt, d.Path(), t, b)
+			}
+			// Read the slot again, after bottom: published by now if
+			// it was when bottom moved past it.
+			raw = w.Load()
+			sw = layout.UnpackSlot(raw)
+			diff = layout.LapDiff(sw.Lap, lap)
+		}
 		switch {
 		case diff == 0 && sw.State == layout.SlotReady:
 			if err := sw.Validate(&d.lay); err != nil {
