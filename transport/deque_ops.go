@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -96,8 +97,9 @@ func (d *Deque) pushBottom(msg []byte) error {
 			shm.CrashPoint("deque.push.after-claim")
 			copy(d.payload(b, uint32(len(msg))), msg)
 			// Release: the payload is visible before the READY word, and
-			// the READY word before bottom moves past it.
-			w.Store(layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: lap}.Pack())
+			// the READY word before bottom moves past it (bottom's store
+			// is an XCHG: the full barrier before notEmptyW's load).
+			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: lap}.Pack())
 			shm.CrashPoint("deque.push.after-write")
 			d.bottom.Store(b + 1)
 			shm.CrashPoint("deque.push.after-publish")
@@ -248,7 +250,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			n := copy(buf, d.payload(p, sw.Length))
 			shm.CrashPoint("deque.pop.after-copy")
 			// Position p is free for the owner's next push.
-			w.Store(layout.SlotWord{Lap: lap}.Pack())
+			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
 			d.ownerPopped.Add(1)
 			return n, nil
 

@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -32,7 +33,9 @@ func (r *Ring) pop(buf []byte) (int, error) {
 	}
 	n := copy(buf, r.payload(i, sw.Length))
 	shm.CrashPoint("ring.pop.after-copy")
-	r.slotWord(i).Store(layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack())
+	// A release store (the copy out is done before it); the locked add
+	// on popped orders it before notFullW's load, as in push.
+	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(i))), layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack())
 	r.popped.Add(1)
 	if r.notFullW.Load() != 0 {
 		r.wakeProducers()

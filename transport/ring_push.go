@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -57,9 +58,13 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			copy(r.payload(t, uint32(len(msg))), msg)
 			shm.CrashPoint("ring.push.after-write")
 			// Release: the payload is visible before the READY word is.
-			w.Store(layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
+			// A release store, not an XCHG: the locked add on pushed
+			// below orders it before the waiter-flag load that follows
+			// (the sleeper's flag store and slot load are the other
+			// half of that handshake).
+			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
 			shm.CrashPoint("ring.push.after-publish")
-			r.pushed.Add(1)
+			r.pushed.Add(1) // also the full barrier before notEmptyW's load
 			if r.notEmptyW.Load() != 0 {
 				r.wakeConsumers()
 			}
