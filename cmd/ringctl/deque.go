@@ -45,29 +45,11 @@ func openDequeView(c *cli.Context, path string) (*transport.Deque, error) {
 	return d, fileErr(path, err)
 }
 
-// openDequeViewBytes is openDequeView plus a second read-only mapping of
-// the same file, for the words the deque's handle does not expose (the
-// owner word, participant control words, the repair lock, the pending
-// hint). The two mappings are checked to be of one file.
+// openDequeViewBytes is openDequeView plus the raw mapping, for the words
+// the deque's handle does not expose (the owner word, participant control
+// words, the repair lock, the pending count); see openWithBytes.
 func openDequeViewBytes(c *cli.Context, path string) (*transport.Deque, *shm.Region, error) {
-	d, err := openDequeView(c, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts, _ := cliutil.OpenOptions(c) // openDequeView parsed them already
-	reg, err := shm.Open(path, layout.KindDeque, append(opts, shm.ReadOnly())...)
-	if err != nil {
-		d.Close()
-		return nil, nil, fileErr(path, err)
-	}
-	h1, h2 := reg.Header(), d.Header()
-	h1.Generation, h2.Generation = 0, 0 // the one mutable word
-	if h1 != h2 {
-		d.Close()
-		reg.Close()
-		return nil, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
-	}
-	return d, reg, nil
+	return openWithBytes(c, path, layout.KindDeque, transport.OpenDequeReadOnly)
 }
 
 // openDequeAttached opens a deque read-write and attaches to it as a

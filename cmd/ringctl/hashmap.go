@@ -23,32 +23,12 @@ import (
 // repair through the map's own Scan and Repair; hexdump through the field
 // map (--slot I is bucket I). ringctl never writes entries.
 
-// openMapViewBytes maps a hash map read-only without attaching, plus a
-// second read-only mapping of the same file for the bytes the handle does
-// not expose (keys and their lengths, participant control words, the
-// repair lock, reserved bytes).
+// openMapViewBytes maps a hash map read-only without attaching, plus the
+// raw mapping for the bytes the handle does not expose (keys and their
+// lengths, participant control words, the repair lock, reserved bytes);
+// see openWithBytes.
 func openMapViewBytes(c *cli.Context, path string) (*transport.HashMap, *shm.Region, error) {
-	opts, err := cliutil.OpenOptions(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := transport.OpenHashMapReadOnly(path, opts...)
-	if err != nil {
-		return nil, nil, fileErr(path, err)
-	}
-	reg, err := shm.Open(path, layout.KindHashMap, append(opts, shm.ReadOnly())...)
-	if err != nil {
-		m.Close()
-		return nil, nil, fileErr(path, err)
-	}
-	h1, h2 := reg.Header(), m.Header()
-	h1.Generation, h2.Generation = 0, 0
-	if h1 != h2 {
-		m.Close()
-		reg.Close()
-		return nil, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
-	}
-	return m, reg, nil
+	return openWithBytes(c, path, layout.KindHashMap, transport.OpenHashMapReadOnly)
 }
 
 func mapLayout(path string, h layout.Header) (layout.HashMapLayout, error) {

@@ -93,29 +93,44 @@ func openView(c *cli.Context, path string) (*transport.Ring, error) {
 	return r, fileErr(path, err)
 }
 
-// openViewBytes is openView plus a second read-only mapping of the same
-// file, for the raw words the ring's handle does not expose (reserved
-// bytes, participant control words, the repair lock). The two mappings are
-// checked to be of one file.
-func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, error) {
-	r, err := openView(c, path)
+// viewer is what the inspectors' read-only handles have in common.
+type viewer interface {
+	Header() layout.Header
+	Close() error
+}
+
+// openWithBytes opens path read-only through open (a kind's read-only
+// open) plus a second read-only mapping of the same file, for the raw
+// words the handle does not expose (reserved bytes, participant control
+// words, locks). The two mappings are checked to be of one file.
+func openWithBytes[T viewer](c *cli.Context, path string, kind layout.Kind, open func(string, ...shm.Option) (T, error)) (T, *shm.Region, error) {
+	var none T
+	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
-	opts, _ := cliutil.OpenOptions(c) // openView parsed them already
-	reg, err := shm.Open(path, layout.KindRing, append(opts, shm.ReadOnly())...)
+	v, err := open(path, opts...)
 	if err != nil {
-		r.Close()
-		return nil, nil, fileErr(path, err)
+		return none, nil, fileErr(path, err)
 	}
-	h1, h2 := reg.Header(), r.Header()
+	reg, err := shm.Open(path, kind, append(opts, shm.ReadOnly())...)
+	if err != nil {
+		v.Close()
+		return none, nil, fileErr(path, err)
+	}
+	h1, h2 := reg.Header(), v.Header()
 	h1.Generation, h2.Generation = 0, 0 // the one mutable word
 	if h1 != h2 {
-		r.Close()
+		v.Close()
 		reg.Close()
-		return nil, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
+		return none, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
 	}
-	return r, reg, nil
+	return v, reg, nil
+}
+
+// openViewBytes is openView plus the raw mapping (see openWithBytes).
+func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, error) {
+	return openWithBytes(c, path, layout.KindRing, transport.OpenRingReadOnly)
 }
 
 // openAttached opens a ring read-write and attaches to it as a participant:
