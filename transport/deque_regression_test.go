@@ -8,13 +8,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
 )
 
 func reviewDrainSteal(t *testing.T, q *Deque) ([]uint64, error) {
@@ -485,4 +485,33 @@ func TestDequeRegressionAdoptDuringOwnStealFalseCorrupt(t *testing.T) {
 	// goroutine 1 finishes: top on, free.
 	th.top.CompareAndSwap(0, 1)
 	th.free(0, sw.Lap)
+}
+
+// Was a bug: an attach that takes over a dead owner's entry sets bottom
+// right under the repair lock while its entry is still claiming; the
+// lock's holder was judged by "active at the word's generation" only, so a
+// concurrent Repair took the lock over and two repairers (then an adopter)
+// could move bottom at once. A claiming entry of a live process holds it.
+func TestDequeRegressionClaimingEntryHoldsRepairLock(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
+	th := openThief(t, d)
+	// Entry 3 is being claimed by this (live) process, at generation 5,
+	// and holds the repair lock by that generation.
+	e := d.entry(3)
+	self := shm.Self()
+	e.start.Store(self.Start)
+	e.boot.Store(d.boot)
+	e.ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 5, PID: uint32(self.PID)}.Pack())
+	d.lock.Store(lockValue(4, 5))
+	if _, err := th.Repair(); !errors.Is(err, ErrRepairBusy) {
+		t.Fatalf("repair while a live claiming entry holds the lock: %v", err)
+	}
+	if _, err := th.Adopt(); !errors.Is(err, ErrRepairBusy) && !errors.Is(err, ErrOwnerAlive) {
+		t.Fatalf("adopt while a live claiming entry holds the lock: %v", err)
+	}
+	// Once that entry is free, the word names nobody: taken over.
+	e.ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
+	if _, err := th.Repair(); err != nil {
+		t.Fatalf("repair after the claimer is gone: %v", err)
+	}
 }

@@ -275,11 +275,12 @@ func (t *peerTable) takeRole(w *atomic.Uint64) bool {
 }
 
 // holderAlive reports whether a role word names a live holder: its entry
-// is active, still has the generation the word records, and is not proven
-// dead. A free entry holds nothing, and neither does a claiming one: roles
-// are taken only once an entry is active, and a claim (of a free entry at
-// its generation, or of a dead one's at the next) never revives a word
-// stamped with an earlier generation.
+// is active or being claimed, still has the generation the word records,
+// and is not proven dead. A free entry holds nothing. A claiming entry may:
+// a deque's attach that takes over a dead owner's entry repairs its bottom
+// under the repair lock while the entry is still claiming (lockValue of
+// the new generation), and nobody else may repair meanwhile. A claim never
+// revives a word stamped with an earlier generation.
 func (t *peerTable) holderAlive(v uint64) bool {
 	stamp, gen := uint64(v&0xffff), uint32(v>>16)
 	if stamp == 0 || stamp > t.n || v>>40 != 0 {
@@ -287,5 +288,5 @@ func (t *peerTable) holderAlive(v uint64) bool {
 	}
 	ps, ctl := t.status(stamp - 1)
 	c := layout.UnpackPeer(ctl)
-	return c.State == layout.PeerActive && c.Gen == gen && !ps.Dead
+	return (c.State == layout.PeerActive || c.State == layout.PeerClaiming) && c.Gen == gen && !ps.Dead
 }
