@@ -278,17 +278,8 @@ func (d *Deque) detach() {
 // owner role is freed. If a repair or adoption holds the lock, the entry
 // is handed to Repair instead.
 func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
-	if owner := lockValue(stamp, prevGen); d.ownerWord.Load() == owner {
-		// A dead owner's entry is only ever taken over (a clean close
-		// clears the owner word first), so we claim it at prevGen+1.
-		mine := lockValue(stamp, prevGen+1)
-		if !d.lock.CompareAndSwap(0, mine) {
-			return false
-		}
-		var rep RepairReport
-		d.fixBottom(stamp, &rep)
-		d.ownerWord.CompareAndSwap(owner, 0)
-		d.lock.CompareAndSwap(mine, 0)
+	if d.ownerWord.Load() == lockValue(stamp, prevGen) && !d.reclaimOwnerRole(stamp, prevGen) {
+		return false
 	}
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
@@ -301,6 +292,27 @@ func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
 		}
 		d.giveBack(i, raw, sw)
 	}
+	return true
+}
+
+// reclaimOwnerRole sets bottom right for a dead owner whose entry attach
+// is claiming, and frees the role. A dead owner's entry is only ever taken
+// over (a clean close clears the owner word first), so the claim is at
+// prevGen+1, and the repair lock is taken by that generation. Under the
+// lock the owner word is read again: an adoption or repair may have freed
+// the role (and a new owner may be moving bottom) since the caller looked.
+// It returns false if a repair or adoption holds the lock.
+func (d *Deque) reclaimOwnerRole(stamp uint16, prevGen uint32) bool {
+	mine := lockValue(stamp, prevGen+1)
+	if !d.lock.CompareAndSwap(0, mine) {
+		return false
+	}
+	if owner := lockValue(stamp, prevGen); d.ownerWord.Load() == owner {
+		var rep RepairReport
+		d.fixBottom(stamp, &rep)
+		d.ownerWord.CompareAndSwap(owner, 0)
+	}
+	d.lock.CompareAndSwap(mine, 0)
 	return true
 }
 

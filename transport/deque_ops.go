@@ -60,8 +60,13 @@ func (d *Deque) ownerCheck(n int) error {
 	return nil
 }
 
-// pushBottom runs under ownerMu.
+// pushBottom runs under ownerMu. The role is checked again here: a
+// Disown between the caller's check and the mutex must not leave a
+// non-owner moving bottom.
 func (d *Deque) pushBottom(msg []byte) error {
+	if !d.owner.Load() {
+		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
+	}
 	for {
 		b := d.bottom.Load()
 		// top's line is written by every steal: read it only when the
@@ -182,6 +187,9 @@ func (d *Deque) pop(buf []byte) (int, error) {
 		if err != errTakeFromTop {
 			return n, err
 		}
+		if !d.owner.Load() {
+			return d.stealCopy(buf) // disowned meanwhile: a thief now
+		}
 		// The newest message has been delivered too often: take from
 		// the top, where steals set poison aside, until it is reached.
 		l, err := d.steal(layout.SlotLeased, len(buf))
@@ -206,8 +214,12 @@ func (d *Deque) pop(buf []byte) (int, error) {
 // errTakeFromTop tells pop that the bottom message must not be popped there.
 var errTakeFromTop = fmt.Errorf("transport: take from the top")
 
-// popBottom runs under ownerMu.
+// popBottom runs under ownerMu. A handle that is no longer the owner (a
+// Disown since the caller looked) takes from the top instead.
 func (d *Deque) popBottom(buf []byte) (int, error) {
+	if !d.owner.Load() {
+		return 0, errTakeFromTop
+	}
 	for {
 		b := d.bottom.Load()
 		t := d.top.Load()

@@ -94,9 +94,11 @@ func (d *Deque) Repair() (RepairReport, error) {
 	}
 	// Returns count before they mark, so the count is never below the
 	// marked slots unless the word was damaged. Raise it then, but only
-	// from the value read before the scan: if anything counted or
-	// uncounted since, the CAS fails and the count stands.
-	if marked > pending {
+	// when no other participant is alive: a scan that runs alongside
+	// takes and returns can count one message twice (taken after the scan
+	// passed it, its count given back by a return the scan reaches later),
+	// and a CAS from the value read before the scan does not see that.
+	if marked > pending && d.aloneAlive() {
 		d.pending.CompareAndSwap(pending, marked)
 	}
 	d.freeDead(dead, make([]bool, len(dead)))
@@ -211,4 +213,15 @@ func (d *Deque) Disown() error {
 	d.ownerWord.CompareAndSwap(d.myLock(), 0)
 	d.owner.Store(false)
 	return nil
+}
+
+// aloneAlive reports whether every participant entry but ours is free or
+// proven dead: nobody else can be taking or returning messages.
+func (d *Deque) aloneAlive() bool {
+	for _, p := range d.Peers() {
+		if !p.Self && p.State != "free" && !p.Dead {
+			return false
+		}
+	}
+	return true
 }
