@@ -488,9 +488,18 @@ func (m *HashMap) homeValue() uint64 {
 }
 
 // homeHolderAlive reports whether a home lock word names a live holder
-// (the acquisition count plays no part in that).
+// (the acquisition count plays no part in that). Only an active entry
+// takes home locks, so, unlike a deque's repair lock (which an attach may
+// hold while its entry is still claiming), a word naming a claiming entry
+// names nobody.
 func (m *HashMap) homeHolderAlive(v uint64) bool {
-	return m.holderAlive(v & layout.HashMapHomeHolderMask)
+	v &= layout.HashMapHomeHolderMask
+	if stamp := v & 0xffff; stamp == 0 || stamp > m.n {
+		return false
+	} else if _, ctl := m.status(stamp - 1); layout.UnpackPeer(ctl).State != layout.PeerActive {
+		return false
+	}
+	return m.holderAlive(v)
 }
 
 // lockHome takes the home lock word hl for this participant and returns
