@@ -37,12 +37,7 @@ func fileKind(c *cli.Context, path string) (layout.Kind, error) {
 
 // openDequeView maps a deque read-only without attaching: for inspectors.
 func openDequeView(c *cli.Context, path string) (*transport.Deque, error) {
-	opts, err := cliutil.OpenOptions(c)
-	if err != nil {
-		return nil, err
-	}
-	d, err := transport.OpenDequeReadOnly(path, opts...)
-	return d, fileErr(path, err)
+	return openWith(c, path, transport.OpenDequeReadOnly)
 }
 
 // openDequeViewBytes is openDequeView plus the raw mapping, for the words
@@ -56,12 +51,7 @@ func openDequeViewBytes(c *cli.Context, path string) (*transport.Deque, *shm.Reg
 // participant, never as its owner (ringctl does not Adopt): it may steal,
 // claim, take returned and poisoned messages, and repair.
 func openDequeAttached(c *cli.Context, path string) (*transport.Deque, error) {
-	opts, err := cliutil.OpenOptions(c)
-	if err != nil {
-		return nil, err
-	}
-	d, err := transport.OpenDeque(path, opts...)
-	return d, fileErr(path, err)
+	return openWith(c, path, transport.OpenDeque)
 }
 
 // dequeLayout derives the deque's offsets from its (validated) header.

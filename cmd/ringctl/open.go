@@ -83,14 +83,21 @@ func guard(path string, fn func() error) error {
 	return err
 }
 
-// openView maps a ring read-only without attaching to it: for inspectors.
-func openView(c *cli.Context, path string) (*transport.Ring, error) {
+// openWith opens path with a kind's open function and the shm options of
+// the command line, naming the file in any error.
+func openWith[T any](c *cli.Context, path string, open func(string, ...shm.Option) (T, error)) (T, error) {
 	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
-	r, err := transport.OpenRingReadOnly(path, opts...)
-	return r, fileErr(path, err)
+	v, err := open(path, opts...)
+	return v, fileErr(path, err)
+}
+
+// openView maps a ring read-only without attaching to it: for inspectors.
+func openView(c *cli.Context, path string) (*transport.Ring, error) {
+	return openWith(c, path, transport.OpenRingReadOnly)
 }
 
 // viewer is what the inspectors' read-only handles have in common.
@@ -136,12 +143,7 @@ func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, e
 // openAttached opens a ring read-write and attaches to it as a participant:
 // for the commands that push, pop or repair.
 func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
-	opts, err := cliutil.OpenOptions(c)
-	if err != nil {
-		return nil, err
-	}
-	r, err := transport.OpenRing(path, opts...)
-	return r, fileErr(path, err)
+	return openWith(c, path, transport.OpenRing)
 }
 
 // ringLayout derives the ring's offsets from its (validated) header.
