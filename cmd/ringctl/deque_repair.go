@@ -61,7 +61,7 @@ func planDequeRepair(c *cli.Context, path string) (repairReport, error) {
 		}
 		if p := scan.Counters.Pending; p < returned {
 			rep.Plan = append(rep.Plan, repairAction{Target: "deque.pending", Kind: "pending_hint", Action: actFixHint,
-				Detail: fmt.Sprintf("hint %d is below the %d returned slots (returns count before they mark, so the word was damaged): raised to %d so that consumers look for them", p, returned, returned)})
+				Detail: fmt.Sprintf("hint %d is below the %d returned slots (returns count before they mark, so the word was damaged): raised to %d so that consumers look for them, if no other participant is alive (with others at work a count taken during the scan can be off)", p, returned, returned)})
 		}
 		lock := decodeRole(load64(mem, base+layout.DequeOffRepairLock), l.Participants)
 		holder := -1
