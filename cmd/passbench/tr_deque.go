@@ -30,16 +30,7 @@ func newDequeLane(c laneConfig) (lane, error) {
 	if err != nil {
 		return nil, err
 	}
-	slot := uint32(c.SlotSize)
-	if slot == 0 {
-		slot = transport.SlotSizeFor(c.Payload)
-	}
-	created, err := transport.CreateDeque(name, transport.DequeConfig{
-		Capacity:      uint64(c.Capacity),
-		SlotSize:      slot,
-		Participants:  uint32(max(64, c.Participants)),
-		DeliveryLimit: uint32(c.DeliveryLimit),
-	})
+	created, err := transport.CreateDeque(name, c.slotConfig())
 	if err != nil {
 		return nil, err
 	}

@@ -43,16 +43,7 @@ func newRingLane(c laneConfig) (lane, error) {
 	if err != nil {
 		return nil, err
 	}
-	slot := uint32(c.SlotSize)
-	if slot == 0 {
-		slot = transport.SlotSizeFor(c.Payload)
-	}
-	r, err := transport.CreateRing(name, transport.RingConfig{
-		Capacity:      uint64(c.Capacity),
-		SlotSize:      slot,
-		Participants:  uint32(max(64, c.Participants)),
-		DeliveryLimit: uint32(c.DeliveryLimit),
-	})
+	r, err := transport.CreateRing(name, c.slotConfig())
 	if err != nil {
 		return nil, err
 	}

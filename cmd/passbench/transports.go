@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/shmkit/shmkit/transport"
 )
 
 // Modes of waiting. Only the ring and the deque have both; the kernel transports and the
@@ -123,6 +125,20 @@ type laneConfig struct {
 	SlotSize      int    `json:"slot_size,omitempty"` // ring, deque: 0 for the smallest that fits Payload
 	Participants  int    `json:"participants,omitempty"`
 	DeliveryLimit int    `json:"delivery_limit,omitempty"` // ring, deque: 0 for the default
+}
+
+// slotConfig is the geometry of a ring or deque lane (they share it).
+func (c laneConfig) slotConfig() transport.RingConfig {
+	slot := uint32(c.SlotSize)
+	if slot == 0 {
+		slot = transport.SlotSizeFor(c.Payload)
+	}
+	return transport.RingConfig{
+		Capacity:      uint64(c.Capacity),
+		SlotSize:      slot,
+		Participants:  uint32(max(64, c.Participants)),
+		DeliveryLimit: uint32(c.DeliveryLimit),
+	}
 }
 
 // endSpec tells a child process where one end of a lane is: a ring file's
