@@ -69,17 +69,9 @@ func runInspectDeque(c *cli.Context, path string) error {
 	}
 	defer d.Close()
 	defer reg.Close()
-	var rep dequeInspectReport
-	if err := guard(path, func() error {
-		rep, err = collectDequeInspect(path, d, reg.Bytes(), c.Bool("slots"))
-		return err
-	}); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return cliutil.WriteJSON(c.App.Writer, rep)
-	}
-	return writeDequeInspect(c.App.Writer, rep)
+	return inspectOut(c, path, func() (dequeInspectReport, error) {
+		return collectDequeInspect(path, d, reg.Bytes(), c.Bool("slots"))
+	}, writeDequeInspect)
 }
 
 // collectDequeInspect reads everything inspect shows of a deque. It reads

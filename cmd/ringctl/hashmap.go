@@ -126,17 +126,9 @@ func runInspectMap(c *cli.Context, path string) error {
 	}
 	defer m.Close()
 	defer reg.Close()
-	var rep mapInspectReport
-	if err := guard(path, func() error {
-		rep, err = collectMapInspect(path, m, reg.Bytes(), c.Bool("slots"))
-		return err
-	}); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return cliutil.WriteJSON(c.App.Writer, rep)
-	}
-	return writeMapInspect(c.App.Writer, rep)
+	return inspectOut(c, path, func() (mapInspectReport, error) {
+		return collectMapInspect(path, m, reg.Bytes(), c.Bool("slots"))
+	}, writeMapInspect)
 }
 
 // bucketInfo describes bucket i: Scan's report when it has one, else the

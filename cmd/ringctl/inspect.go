@@ -136,9 +136,16 @@ func runInspect(c *cli.Context, path string) error {
 		return err
 	}
 	defer r.Close()
-	var rep inspectReport
+	return inspectOut(c, path, func() (inspectReport, error) { return collectInspect(path, r, c.Bool("slots")) }, writeInspect)
+}
+
+// inspectOut collects a report under the SIGBUS guard and prints it, as
+// JSON with --json.
+func inspectOut[R any](c *cli.Context, path string, collect func() (R, error), write func(io.Writer, R) error) error {
+	var rep R
 	if err := guard(path, func() error {
-		rep, err = collectInspect(path, r, c.Bool("slots"))
+		var err error
+		rep, err = collect()
 		return err
 	}); err != nil {
 		return err
@@ -146,7 +153,7 @@ func runInspect(c *cli.Context, path string) error {
 	if c.Bool("json") {
 		return cliutil.WriteJSON(c.App.Writer, rep)
 	}
-	return writeInspect(c.App.Writer, rep)
+	return write(c.App.Writer, rep)
 }
 
 // collectInspect reads everything inspect shows. It reads the mapping:
