@@ -113,10 +113,7 @@ func dequeFieldMap(l *RingLayout) Map {
 	}}
 	m.Areas = []Area{
 		PeerArea(DequeOffPeers, l.Participants),
-		{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
-			{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
-			{"payload", 8, l.SlotSize - 8, "message bytes"},
-		}},
+		l.slotArea(),
 	}
 	return m
 }

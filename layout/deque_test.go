@@ -15,19 +15,7 @@ func TestDequeControlLines(t *testing.T) {
 		"roles":       {DequeOffRepairLock, DequeOffOwner, DequeOffPending, DequeOffBurned},
 		"peers":       {DequeOffPeers},
 	}
-	lineOf := map[uint64]string{}
-	for role, offs := range roles {
-		line := offs[0] / CacheLine
-		for _, off := range offs {
-			if off/CacheLine != line {
-				t.Errorf("%s: offset %d is not on line %d with its role's other words", role, off, line)
-			}
-		}
-		if other, dup := lineOf[line]; dup {
-			t.Errorf("%s and %s share cache line %d", role, other, line)
-		}
-		lineOf[line] = role
-	}
+	checkControlLines(t, roles)
 }
 
 // A deque's file map tiles like a ring's: header, control words inside the

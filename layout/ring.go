@@ -161,12 +161,17 @@ func (l *RingLayout) fieldMap() Map {
 	}}
 	m.Areas = []Area{
 		PeerArea(RingOffParticipants, l.Participants),
-		{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
-			{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
-			{"payload", 8, l.SlotSize - 8, "message bytes"},
-		}},
+		l.slotArea(),
 	}
 	return m
+}
+
+// slotArea describes the slots of a ring or deque.
+func (l *RingLayout) slotArea() Area {
+	return Area{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
+		{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
+		{"payload", 8, l.SlotSize - 8, "message bytes"},
+	}}
 }
 
 // SlotState is the state field of a slot word.

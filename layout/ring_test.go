@@ -113,6 +113,22 @@ func TestRingControlLines(t *testing.T) {
 		"repair lock":  {RingOffRepairLock},
 		"participants": {RingOffParticipants},
 	}
+	checkControlLines(t, roles)
+	m := (&RingLayout{Participants: 1, Capacity: 2, SlotSize: 64, SlotsOff: 512}).fieldMap()
+	for _, f := range m.Fields {
+		if f.Size != 4 && f.Size != 8 || f.Offset%f.Size != 0 {
+			t.Errorf("%s: %d bytes at %d: not an aligned atomic word", f.Name, f.Size, f.Offset)
+		}
+		if f.Offset+f.Size > RingOffParticipants {
+			t.Errorf("%s at %d runs into the participant table", f.Name, f.Offset)
+		}
+	}
+}
+
+// checkControlLines: each role's words share one cache line, and no two
+// roles share a line.
+func checkControlLines(t *testing.T, roles map[string][]uint64) {
+	t.Helper()
 	lineOf := map[uint64]string{}
 	for role, offs := range roles {
 		line := offs[0] / CacheLine
@@ -125,15 +141,6 @@ func TestRingControlLines(t *testing.T) {
 			t.Errorf("%s and %s share cache line %d", role, other, line)
 		}
 		lineOf[line] = role
-	}
-	m := (&RingLayout{Participants: 1, Capacity: 2, SlotSize: 64, SlotsOff: 512}).fieldMap()
-	for _, f := range m.Fields {
-		if f.Size != 4 && f.Size != 8 || f.Offset%f.Size != 0 {
-			t.Errorf("%s: %d bytes at %d: not an aligned atomic word", f.Name, f.Size, f.Offset)
-		}
-		if f.Offset+f.Size > RingOffParticipants {
-			t.Errorf("%s at %d runs into the participant table", f.Name, f.Offset)
-		}
 	}
 }
 

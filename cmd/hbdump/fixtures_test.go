@@ -290,28 +290,7 @@ func generateRing(t *testing.T, dir string) uint64 {
 	if err != nil || l.Slot() != jobsLeaseSlot || l.Lap() != jobsLeaseLap {
 		t.Fatalf("claim: %v at slot %d lap %d", err, l.Slot(), l.Lap())
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := layout.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl, err := layout.NewRingLayout(h.Geometry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := uint64(h.HeaderSize) + rl.ParticipantOff(uint64(r.Participant()))
-	le := binary.LittleEndian
-	le.PutUint64(b[entry:], layout.PeerCtl{State: layout.PeerActive, PID: deadPID}.Pack())
-	le.PutUint64(b[entry+8:], deadStart)
-	le.PutUint64(b[entry+16:], 0)
-	if err := os.WriteFile(filepath.Join("testdata", ringFixture), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	id, _ := layout.FileID(b)
-	return id
+	return saveWithDeadPeer(t, path, ringFixture, r.Participant())
 }
 
 // generateDeque builds the jobs deque: 11 messages pushed by its owner and
@@ -350,6 +329,14 @@ func generateDeque(t *testing.T, dir string) uint64 {
 	if err := owner.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return saveWithDeadPeer(t, path, dequeFixture, thief.Participant())
+}
+
+// saveWithDeadPeer copies the ring or deque at path to testdata/fixture
+// with participant entry peer made to name a dead process (the two kinds'
+// participant tables sit at the same offsets), and returns its file id.
+func saveWithDeadPeer(t *testing.T, path, fixture string, peer int) uint64 {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -358,16 +345,12 @@ func generateDeque(t *testing.T, dir string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dl, err := layout.NewDequeLayout(h.Geometry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := uint64(h.HeaderSize) + dl.ParticipantOff(uint64(thief.Participant()))
+	entry := uint64(h.HeaderSize) + layout.RingOffParticipants + uint64(peer)*layout.PeerEntrySize
 	le := binary.LittleEndian
 	le.PutUint64(b[entry:], layout.PeerCtl{State: layout.PeerActive, PID: deadPID}.Pack())
 	le.PutUint64(b[entry+8:], deadStart)
 	le.PutUint64(b[entry+16:], 0)
-	if err := os.WriteFile(filepath.Join("testdata", dequeFixture), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("testdata", fixture), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id, _ := layout.FileID(b)
