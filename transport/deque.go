@@ -235,11 +235,10 @@ func (d *Deque) Counters() DequeCounters {
 // word is corrupt).
 func (d *Deque) ownerStamp() uint16 {
 	v := d.ownerWord.Load()
-	s := v & 0xffff
-	if v>>40 != 0 || s > d.lay.Participants {
+	if layout.ValidateRole(v, d.lay.Participants) != nil {
 		return 0
 	}
-	return uint16(s)
+	return layout.UnpackRole(v).Stamp
 }
 
 // Close gives up the owner role (messages stay in the file for the next

@@ -60,7 +60,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 		// role was freed before a repair saw it.
 		d.fixBottom(0, &rep)
 	case v != d.myLock() && !d.holderAlive(v):
-		d.fixBottom(uint16(v&0xffff), &rep)
+		d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 		shm.CrashPoint("deque.repair.after-fix-bottom")
 		if d.ownerWord.CompareAndSwap(v, 0) {
 			rep.OwnerDied = true
@@ -184,9 +184,9 @@ func (d *Deque) Adopt() (RepairReport, error) {
 	defer d.unlockRepair()
 	v := d.ownerWord.Load()
 	if v != 0 && d.holderAlive(v) {
-		return rep, fmt.Errorf("%w: %s: participant %d", ErrOwnerAlive, d.Path(), int(v&0xffff)-1)
+		return rep, fmt.Errorf("%w: %s: participant %d", ErrOwnerAlive, d.Path(), layout.UnpackRole(v).Index())
 	}
-	d.fixBottom(uint16(v&0xffff), &rep)
+	d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 	shm.CrashPoint("deque.adopt.after-fix-bottom")
 	if !d.ownerWord.CompareAndSwap(v, d.myLock()) {
 		return rep, fmt.Errorf("%w: %s: the owner word changed", ErrOwnerAlive, d.Path())

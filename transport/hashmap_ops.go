@@ -494,9 +494,9 @@ func (m *HashMap) homeValue() uint64 {
 // names nobody.
 func (m *HashMap) homeHolderAlive(v uint64) bool {
 	v &= layout.HashMapHomeHolderMask
-	if stamp := v & 0xffff; stamp == 0 || stamp > m.n {
+	if v == 0 || layout.ValidateRole(v, m.n) != nil {
 		return false
-	} else if _, ctl := m.status(stamp - 1); layout.UnpackPeer(ctl).State != layout.PeerActive {
+	} else if _, ctl := m.status(uint64(layout.UnpackRole(v).Index())); layout.UnpackPeer(ctl).State != layout.PeerActive {
 		return false
 	}
 	return m.holderAlive(v)
@@ -542,7 +542,7 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 			}
 			if time.Since(since) > hmHomeWaitMax {
 				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d, unchanged, for over %v (stopped, or the word %#x is corrupt)",
-					ErrDeadlineOrClose, m.Path(), bucket, v&0xffff-1, hmHomeWaitMax, v)
+					ErrDeadlineOrClose, m.Path(), bucket, layout.UnpackRole(v).Index(), hmHomeWaitMax, v)
 			}
 		}
 		if spin < hmHomeSleepAfter {

@@ -231,11 +231,11 @@ func (t *peerTable) freeDead(dead, keep []bool) {
 	}
 }
 
-// lockValue is the repair lock word of a holder: its entry's stamp and the
-// entry's generation. The generation makes takeover exact: a lock naming
-// an entry that has since been freed and taken again is not that entry's
-// new owner's lock.
-func lockValue(stamp uint16, gen uint32) uint64 { return uint64(stamp) | uint64(gen&0xffffff)<<16 }
+// lockValue is the role word (layout.Role) of a holder: its entry's stamp
+// and the entry's generation. The generation makes takeover exact: a lock
+// naming an entry that has since been freed and taken again is not that
+// entry's new owner's lock.
+func lockValue(stamp uint16, gen uint32) uint64 { return layout.Role{Stamp: stamp, Gen: gen}.Pack() }
 
 func (t *peerTable) myLock() uint64 { return lockValue(t.self, layout.UnpackPeer(t.selfCtl).Gen) }
 
@@ -282,11 +282,11 @@ func (t *peerTable) takeRole(w *atomic.Uint64) bool {
 // the new generation), and nobody else may repair meanwhile. A claim never
 // revives a word stamped with an earlier generation.
 func (t *peerTable) holderAlive(v uint64) bool {
-	stamp, gen := uint64(v&0xffff), uint32(v>>16)
-	if stamp == 0 || stamp > t.n || v>>40 != 0 {
+	if v == 0 || layout.ValidateRole(v, t.n) != nil {
 		return false
 	}
-	ps, ctl := t.status(stamp - 1)
+	r := layout.UnpackRole(v)
+	ps, ctl := t.status(uint64(r.Index()))
 	c := layout.UnpackPeer(ctl)
-	return (c.State == layout.PeerActive || c.State == layout.PeerClaiming) && c.Gen == gen && !ps.Dead
+	return (c.State == layout.PeerActive || c.State == layout.PeerClaiming) && c.Gen == r.Gen && !ps.Dead
 }
