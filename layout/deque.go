@@ -106,8 +106,8 @@ func dequeFieldMap(l *RingLayout) Map {
 		u64("deque.repairs", DequeOffRepairs, "repair passes that changed something"),
 		u64("deque.adopted", DequeOffAdopted, "times a new owner took the deque over"),
 		u64("deque.rolled_back", DequeOffRolledBack, "pops of a dead owner rolled back in place"),
-		u64("deque.repair_lock", DequeOffRepairLock, "repairer: participant index+1 (0-15), generation (16-39); 0 when free"),
-		u64("deque.owner", DequeOffOwner, "owner: participant index+1 (0-15), generation (16-39); 0 when none"),
+		u64("deque.repair_lock", DequeOffRepairLock, "repairer, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when free"),
+		u64("deque.owner", DequeOffOwner, "owner, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when none"),
 		u64("deque.pending", DequeOffPending, "returned slots waiting to be taken (hint)"),
 		u64("deque.burned", DequeOffBurned, "positions the owner skipped because their slot still held a lease or poison"),
 	}}

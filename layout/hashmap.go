@@ -192,7 +192,7 @@ func (l *HashMapLayout) fieldMap() Map {
 		u64("hashmap.rolled_back", HashMapOffRolledBack, "buckets of dead writers rolled back"),
 		u64("hashmap.home_takeovers", HashMapOffHomeTakeovers, "home locks taken over or released from dead holders"),
 		u64("hashmap.repairs", HashMapOffRepairs, "repair passes that changed something"),
-		u64("hashmap.repair_lock", HashMapOffRepairLock, "repairer: participant index+1 (bits 0-15), entry generation (16-39); 0 when free"),
+		u64("hashmap.repair_lock", HashMapOffRepairLock, "repairer, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when free"),
 		{"hashmap.reserved", HashMapOffRepairLock + 8, HashMapOffParticipants - (HashMapOffRepairLock + 8), "reserved, zero"},
 	}}
 	tableEnd := l.ParticipantOff(l.Participants)
