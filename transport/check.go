@@ -223,15 +223,15 @@ func (t *peerTable) checkPeers(fs *findings, base uint64, peers []PeerStatus, lo
 			if ctl.State == layout.PeerDead {
 				f.Detail = fmt.Sprintf("pid %d %s: a repair finishes it", ctl.PID, markedDead)
 			} else {
-				f.Detail = fmt.Sprintf("%s entry of %s, proven dead (%s): marked dead", p.State, p.ID, p.Reason)
+				f.Detail = fmt.Sprintf("%s entry of %s, proven dead (%s): a repair marks it dead", p.State, p.ID, p.Reason)
 			}
 			switch n := held(p.Index); n {
 			case 0:
-				f.Detail += ", and freed: it holds nothing"
+				f.Detail += " and frees it: it holds nothing"
 			case 1:
-				f.Detail += ", then freed once the one thing it held (listed above) is recovered"
+				f.Detail += " and frees it once the one thing it held (listed above) is recovered"
 			default:
-				f.Detail += fmt.Sprintf(", then freed once the %d things it held (listed above) are recovered", n)
+				f.Detail += fmt.Sprintf(" and frees it once the %d things it held (listed above) are recovered", n)
 			}
 		default:
 			continue

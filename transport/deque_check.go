@@ -86,11 +86,11 @@ func (d *Deque) Check() CheckReport {
 		fs.add(d.ownerFinding(base, v, peers))
 	}
 	if pending < returned {
-		f := Finding{Problem: ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending, Raw: pending, Owner: -1}
+		f := Finding{Problem: ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending, Raw: pending, Owner: -1, Action: ActionNone}
 		what := fmt.Sprintf("hint %d is below the %d returned slots (returns count before they mark, so the word was damaged): consumers may not look for them", pending, returned)
 		switch alive := othersAlive(peers); {
 		case alive >= 0:
-			f.Detail = fmt.Sprintf("%s; a repair raises it only when no other participant is alive (with others at work a count taken during its scan can be off), and participant %d is", what, alive)
+			f.Detail = fmt.Sprintf("%s; a repair raises it only when no other participant is alive (with others at work a count taken during its scan can be off), and participant %d is alive", what, alive)
 		case returns > 0:
 			f.Detail = fmt.Sprintf("%s; a repair hands %d messages back first, which moves the count, so only the repair after it raises the hint", what, returns)
 		default:
@@ -175,21 +175,25 @@ func dequeProblem(sr SlotReport, a Action) Problem {
 // and what the repair does.
 func dequeSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action) string {
 	w := sr.Word
-	who := fmt.Sprintf("participant %d, %s (%s)", sr.Owner, p.ID, p.Reason)
+	who := fmt.Sprintf("participant %d, %s", sr.Owner, p.ID)
+	gone := fmt.Sprintf("proven dead (%s)", p.Reason)
+	if !p.Dead {
+		gone = "whose entry was freed or taken since"
+	}
 	switch a {
 	case ActionRelease:
-		return fmt.Sprintf("writing slot at the bottom (position %d) stamped with the owner, %s, which is dead or gone: the push never returned, so nobody was promised the message; a repair frees the slot and bottom stays before it", pos, who)
+		return fmt.Sprintf("writing slot at the bottom (position %d) stamped with the owner, %s, %s: the push never returned, so nobody was promised the message; a repair frees the slot and bottom stays before it", pos, who, gone)
 	case ActionRollBack:
-		return fmt.Sprintf("%d-byte message being popped at the bottom (position %d) by the owner, %s, which is dead or gone, and the pop never returned: a repair puts it back in place, ready (delivery count %d kept), and moves bottom past it", w.Length, pos, who, w.Deliveries)
+		return fmt.Sprintf("%d-byte message being popped at the bottom (position %d) by the owner, %s, %s, and the pop never returned: a repair puts it back in place, ready (delivery count %d kept), and moves bottom past it", w.Length, pos, who, gone, w.Deliveries)
 	case ActionCountIn:
 		return fmt.Sprintf("%d-byte message published at the bottom (position %d), but bottom was never moved past it (its owner is dead, gone or none): a repair counts it in, moving bottom past it", w.Length, pos)
 	case ActionReturn:
 		if w.State == layout.SlotLeased {
-			return fmt.Sprintf("%d-byte message at position %d leased by %s, proven dead, and never acked: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, w.Deliveries)
+			return fmt.Sprintf("%d-byte message at position %d leased by %s, %s, and never acked: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, gone, w.Deliveries)
 		}
-		return fmt.Sprintf("%d-byte message at position %d being taken by %s, proven dead, and the take never returned: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, w.Deliveries)
+		return fmt.Sprintf("%d-byte message at position %d being taken by %s, %s, and the take never returned: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, gone, w.Deliveries)
 	}
-	return fmt.Sprintf("%s slot (position %d) owned by %s, proven dead, and not the owner's push at the bottom: no deque operation writes there; a repair leaves it alone (counted corrupt)", w.State, pos, who)
+	return fmt.Sprintf("%s slot (position %d) owned by %s, %s, and not the owner's push at the bottom: no deque operation writes there; a repair leaves it alone (counted corrupt)", w.State, pos, who, gone)
 }
 
 // ownerFinding is the finding about an owner word v that a repair frees

@@ -273,7 +273,11 @@ func (t *peerTable) lockTakeover(base uint64, lockLoc string, lockOff uint64, pr
 	r := layout.UnpackRole(prev)
 	p, _ := t.status(uint64(r.Index()))
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
-	f.Detail = fmt.Sprintf("held by participant %d at generation %d, dead or freed since: taken over", r.Index(), r.Gen)
+	if p.Dead {
+		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): taken over", r.Index(), p.ID, p.Reason)
+	} else {
+		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed or taken since: taken over", r.Index(), r.Gen)
+	}
 	return f
 }
 

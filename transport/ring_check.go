@@ -47,7 +47,7 @@ func (r *Ring) Check() CheckReport {
 		f := &fs.list[i]
 		if f.Problem == ProblemDeadParticipant && f.Owner >= 0 && sim.keep[f.Owner] {
 			f.Action = ActionNone
-			f.Detail += "; a repair now marks it dead and keeps it: a message it held waits for room"
+			f.Detail = fmt.Sprintf("%s, proven dead (%s): a repair marks it dead and keeps it while a message it held (listed above) waits for room; a later repair frees it", f.OwnerID, f.Verdict)
 		}
 	}
 	rep.Findings = fs.list
