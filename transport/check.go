@@ -32,6 +32,7 @@ const (
 	ProblemBadOwner      Problem = "bad_owner"      // a deque's owner word that names no entry
 	ProblemForeignWrite  Problem = "foreign_write"  // a deque slot being written by a participant that is not the owner
 	ProblemPendingHint   Problem = "pending_hint"   // a deque's pending count below its returned slots
+	ProblemUncounted     Problem = "uncounted"      // a deque's message published at the bottom that bottom was never moved past (its owner dead or gone)
 )
 
 // Problems of hash maps.
@@ -126,6 +127,40 @@ func (r CheckReport) Plan() []Finding {
 	return out
 }
 
+// RepairReport says what a Repair did: the participants it proved dead and
+// one finding per action taken (Action says which), in the order taken.
+type RepairReport struct {
+	Path      string
+	DeadPeers []PeerStatus
+	Done      []Finding // every action taken (ActionNone never); for rings ActionDefer rows are the final pass's deferrals
+	Corrupt   int       // words left alone because no operation writes them
+}
+
+// Count is how many of the actions taken were a.
+func (r RepairReport) Count(a Action) int {
+	n := 0
+	for _, f := range r.Done {
+		if f.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Changed reports whether the repair changed anything: an action other
+// than a deferral, or a participant proven dead.
+func (r RepairReport) Changed() bool {
+	if len(r.DeadPeers) > 0 {
+		return true
+	}
+	for _, f := range r.Done {
+		if f.Action != ActionDefer {
+			return true
+		}
+	}
+	return false
+}
+
 // findings accumulates a Check's findings.
 type findings struct{ list []Finding }
 
@@ -188,15 +223,15 @@ func (t *peerTable) checkPeers(fs *findings, base uint64, peers []PeerStatus, lo
 			if ctl.State == layout.PeerDead {
 				f.Detail = fmt.Sprintf("pid %d %s: a repair finishes it", ctl.PID, markedDead)
 			} else {
-				f.Detail = fmt.Sprintf("%s entry of %s, proven dead (%s): marked dead", p.State, p.ID, p.Reason)
+				f.Detail = fmt.Sprintf("%s entry of %s, proven dead (%s): a repair marks it dead", p.State, p.ID, p.Reason)
 			}
 			switch n := held(p.Index); n {
 			case 0:
-				f.Detail += ", and freed: it holds nothing"
+				f.Detail += " and frees it: it holds nothing"
 			case 1:
-				f.Detail += ", then freed once the one thing it held (listed above) is recovered"
+				f.Detail += " and frees it once the one thing it held (listed above) is recovered"
 			default:
-				f.Detail += fmt.Sprintf(", then freed once the %d things it held (listed above) are recovered", n)
+				f.Detail += fmt.Sprintf(" and frees it once the %d things it held (listed above) are recovered", n)
 			}
 		default:
 			continue
@@ -216,12 +251,15 @@ func (t *peerTable) checkPeers(fs *findings, base uint64, peers []PeerStatus, lo
 	r := layout.UnpackRole(raw)
 	p := peers[r.Index()]
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
-	gen := layout.UnpackPeer(t.entry(uint64(r.Index())).ctl.Load()).Gen
+	ctl := layout.UnpackPeer(t.entry(uint64(r.Index())).ctl.Load())
 	switch {
 	case p.Dead:
 		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): the next repair takes it over and finishes its work", r.Index(), p.ID, p.Reason)
-	case gen != r.Gen || p.State == "free":
+	case ctl.Gen != r.Gen || ctl.State == layout.PeerFree:
 		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed since: the next repair takes it over", r.Index(), r.Gen)
+	case ctl.State != layout.PeerActive && ctl.State != layout.PeerClaiming:
+		// As holderAlive judges: only an active or claiming entry holds.
+		f.Detail = fmt.Sprintf("held by participant %d, whose entry is in state %d (no live holder): the next repair takes it over", r.Index(), ctl.State)
 	default:
 		return // a live repairer at work
 	}

@@ -307,8 +307,7 @@ func (d *Deque) reclaimOwnerRole(stamp uint16, prevGen uint32) bool {
 		return false
 	}
 	if owner := lockValue(stamp, prevGen); d.ownerWord.Load() == owner {
-		var rep RepairReport
-		d.fixBottom(stamp, &rep)
+		d.fixBottom(stamp, nil)
 		d.ownerWord.CompareAndSwap(owner, 0)
 	}
 	d.lock.CompareAndSwap(mine, 0)

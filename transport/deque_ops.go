@@ -307,6 +307,12 @@ func (d *Deque) popReturned(buf []byte) (int, error) {
 // lap minus p's) says p was consumed from the top: taken by a thief or the
 // owner's lease, set aside, handed back, or already freed a lap on.
 func (d *Deque) consumedAtTop(sw layout.SlotWord, diff int32) bool {
+	return consumedAtTopFor(sw, diff, d.ownerStamp())
+}
+
+// consumedAtTopFor is consumedAtTop with the owner's stamp given (0 for
+// none).
+func consumedAtTopFor(sw layout.SlotWord, diff int32, owner uint16) bool {
 	if diff == 1 {
 		return sw.State == layout.SlotFree || sw.State == layout.SlotWriting || sw.State == layout.SlotReady
 	}
@@ -317,7 +323,7 @@ func (d *Deque) consumedAtTop(sw layout.SlotWord, diff int32) bool {
 	case layout.SlotLeased, layout.SlotPoisoned, layout.SlotReturned:
 		return true
 	case layout.SlotReading:
-		return sw.Owner != d.ownerStamp()
+		return sw.Owner != owner
 	}
 	return false
 }

@@ -42,14 +42,19 @@ func (d *Deque) Scan() DequeScanReport {
 // role freed for Adopt. Safe while live processes use the deque;
 // idempotent; one repairer at a time (ErrRepairBusy).
 func (d *Deque) Repair() (RepairReport, error) {
-	var rep RepairReport
+	rep := RepairReport{Path: d.Path()}
 	if d.self == 0 {
 		return rep, ErrNotAttached
 	}
-	if !d.lockRepair() {
+	prev, ok := d.lockRepairFrom()
+	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, d.Path())
 	}
 	defer d.unlockRepair()
+	base := uint64(d.Header().HeaderSize)
+	if prev != 0 {
+		rep.Done = append(rep.Done, d.lockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
+	}
 	dead, reports := d.markDead()
 	rep.DeadPeers = reports
 
@@ -60,14 +65,17 @@ func (d *Deque) Repair() (RepairReport, error) {
 		// role was freed before a repair saw it.
 		d.fixBottom(0, &rep)
 	case v != d.myLock() && !d.holderAlive(v):
+		peers := d.Peers() // before the role is freed: as Check judged it
 		d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 		shm.CrashPoint("deque.repair.after-fix-bottom")
 		if d.ownerWord.CompareAndSwap(v, 0) {
-			rep.OwnerDied = true
+			rep.Done = append(rep.Done, d.ownerFinding(base, v, peers))
 		}
 	}
 	pending := d.pending.Load()
 	marked := uint64(0)
+	var peers []PeerStatus
+	top := d.top.Load()
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
@@ -84,7 +92,10 @@ func (d *Deque) Repair() (RepairReport, error) {
 		switch sw.State {
 		case layout.SlotReading, layout.SlotLeased:
 			if d.giveBack(i, raw, sw) {
-				rep.Requeued++
+				if peers == nil {
+					peers = d.Peers()
+				}
+				rep.Done = append(rep.Done, d.slotDone(base, i, raw, peers, top, ActionReturn))
 			}
 		case layout.SlotWriting:
 			// Only the owner writes, at bottom, and fixBottom released
@@ -98,16 +109,38 @@ func (d *Deque) Repair() (RepairReport, error) {
 	// takes and returns can count one message twice (taken after the scan
 	// passed it, its count given back by a return the scan reaches later),
 	// and a CAS from the value read before the scan does not see that.
-	if marked > pending && d.aloneAlive() {
-		d.pending.CompareAndSwap(pending, marked)
+	if marked > pending && d.aloneAlive() && d.pending.CompareAndSwap(pending, marked) {
+		rep.Done = append(rep.Done, Finding{Problem: ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending,
+			Raw: pending, Owner: -1, Action: ActionRaiseHint,
+			Detail: fmt.Sprintf("hint %d was below the %d returned slots: raised to %d", pending, marked, marked)})
 	}
-	d.freeDead(dead, make([]bool, len(dead)))
+	rep.Done = append(rep.Done, d.freedFindings(base, d.freeDead(dead, make([]bool, len(dead))), reports)...)
 	if rep.Changed() {
 		d.repairs.Add(1)
 		d.wakeThieves()
 		d.wakeOwner()
 	}
 	return rep, nil
+}
+
+// slotDone is a repair's finding for the action a it took on slot i,
+// whose word was raw, worded as Check words it.
+func (d *Deque) slotDone(base, i, raw uint64, peers []PeerStatus, top uint64, a Action) Finding {
+	sr := classifySlot(&d.lay, i, raw, peers)
+	f := slotTemplate(&d.lay, base, sr, peers, top)
+	f.Problem, f.Action = dequeProblem(sr, a), a
+	if f.Problem == "" { // an owner judged dead when marked, not now
+		f.Problem = ProblemOrphanedRead
+		if sr.Word.State == layout.SlotLeased {
+			f.Problem = ProblemOrphanedLease
+		}
+	}
+	var p PeerStatus
+	if sr.Owner >= 0 && sr.Owner < len(peers) {
+		p = peers[sr.Owner]
+	}
+	f.Detail = dequeSlotDetail(sr, f.Position, p, a)
+	return f
 }
 
 // fixBottom finishes or undoes what a dead owner (stamp) was doing at the
@@ -121,10 +154,23 @@ func (d *Deque) Repair() (RepairReport, error) {
 //     the READY word and the bottom store, or after announcing a pop) is
 //     counted in;
 //   - a position a thief took while the owner was popping it is passed.
+//
+// Each of the first three is added to rep (when not nil) as a finding.
 func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 	b := d.bottom.Load()
-	if t := d.top.Load(); b < t {
-		b = t
+	top := d.top.Load()
+	if b < top {
+		b = top
+	}
+	var peers []PeerStatus
+	done := func(raw uint64, a Action) {
+		if rep == nil {
+			return
+		}
+		if peers == nil {
+			peers = d.Peers()
+		}
+		rep.Done = append(rep.Done, d.slotDone(uint64(d.Header().HeaderSize), b&d.mask, raw, peers, top, a))
 	}
 	for range d.lay.Capacity {
 		lap := d.lay.LapOf(b)
@@ -138,7 +184,7 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 		if diff == 0 && sw.State == layout.SlotWriting && sw.Owner == stamp && stamp != 0 {
 			if w.CompareAndSwap(raw, layout.SlotWord{Lap: lap}.Pack()) {
 				d.abandoned.Add(1)
-				rep.Abandoned++
+				done(raw, ActionRelease)
 			}
 			break
 		}
@@ -148,12 +194,12 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 				break
 			}
 			d.rolledBack.Add(1)
-			rep.RequeuedInPlace++
+			done(raw, ActionRollBack)
 			b++
 			continue
 		}
 		if diff == 0 && sw.State == layout.SlotReady {
-			rep.Published++
+			done(raw, ActionCountIn)
 			b++
 			continue
 		}
@@ -171,27 +217,38 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 // owner left half done at the bottom is repaired first. A live owner keeps
 // the role (ErrOwnerAlive).
 func (d *Deque) Adopt() (RepairReport, error) {
-	var rep RepairReport
+	rep := RepairReport{Path: d.Path()}
 	if d.self == 0 {
 		return rep, ErrNotAttached
 	}
 	if d.owner.Load() {
 		return rep, nil
 	}
-	if !d.lockRepair() {
+	prev, ok := d.lockRepairFrom()
+	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, d.Path())
 	}
 	defer d.unlockRepair()
+	base := uint64(d.Header().HeaderSize)
+	if prev != 0 {
+		rep.Done = append(rep.Done, d.lockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
+	}
 	v := d.ownerWord.Load()
 	if v != 0 && d.holderAlive(v) {
 		return rep, fmt.Errorf("%w: %s: participant %d", ErrOwnerAlive, d.Path(), layout.UnpackRole(v).Index())
+	}
+	var peers []PeerStatus
+	if v != 0 {
+		peers = d.Peers()
 	}
 	d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 	shm.CrashPoint("deque.adopt.after-fix-bottom")
 	if !d.ownerWord.CompareAndSwap(v, d.myLock()) {
 		return rep, fmt.Errorf("%w: %s: the owner word changed", ErrOwnerAlive, d.Path())
 	}
-	rep.OwnerDied = v != 0
+	if v != 0 {
+		rep.Done = append(rep.Done, d.ownerFinding(base, v, peers))
+	}
 	d.owner.Store(true)
 	d.adopted.Add(1)
 	d.wakeIfWaiting()
@@ -217,11 +274,4 @@ func (d *Deque) Disown() error {
 
 // aloneAlive reports whether every participant entry but ours is free or
 // proven dead: nobody else can be taking or returning messages.
-func (d *Deque) aloneAlive() bool {
-	for _, p := range d.Peers() {
-		if !p.Self && p.State != "free" && !p.Dead {
-			return false
-		}
-	}
-	return true
-}
+func (d *Deque) aloneAlive() bool { return othersAlive(d.Peers()) < 0 }

@@ -217,8 +217,10 @@ func (t *peerTable) markDead() (dead []bool, reports []PeerStatus) {
 }
 
 // freeDead frees the dead entries nothing refers to any more (keep marks
-// those that still own something).
-func (t *peerTable) freeDead(dead, keep []bool) {
+// those that still own something) and returns the ones it freed, with the
+// control word each had.
+func (t *peerTable) freeDead(dead, keep []bool) []freedEntry {
+	var freed []freedEntry
 	for i := uint64(0); i < t.n; i++ {
 		if !dead[i] || keep[i] {
 			continue
@@ -226,9 +228,57 @@ func (t *peerTable) freeDead(dead, keep []bool) {
 		e := t.entry(i)
 		v := e.ctl.Load()
 		if c := layout.UnpackPeer(v); c.State == layout.PeerDead {
-			e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack())
+			if e.ctl.CompareAndSwap(v, layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}.Pack()) {
+				freed = append(freed, freedEntry{index: int(i), ctl: v})
+			}
 		}
 	}
+	return freed
+}
+
+type freedEntry struct {
+	index int
+	ctl   uint64
+}
+
+// freedFindings are a repair's findings for the entries it freed. base is
+// the file offset of the kind's area; reports are the dead participants'
+// statuses (markDead's).
+func (t *peerTable) freedFindings(base uint64, freed []freedEntry, reports []PeerStatus) []Finding {
+	out := make([]Finding, 0, len(freed))
+	for _, e := range freed {
+		f := Finding{Problem: ProblemDeadParticipant, Location: fmt.Sprintf("participant[%d].ctl", e.index),
+			Offset: base + t.off + uint64(e.index)*layout.PeerEntrySize, Raw: e.ctl, Owner: e.index, Dead: true,
+			Action: ActionFreeEntry, Detail: fmt.Sprintf("pid %d proven dead: marked dead, then freed", layout.UnpackPeer(e.ctl).PID)}
+		for _, p := range reports {
+			if p.Index == e.index {
+				f.OwnerID, f.Verdict = p.ID, p.Reason
+				f.Detail = fmt.Sprintf("%s, proven dead (%s): marked dead, then freed", p.ID, p.Reason)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// lockTakeover is a repair's finding for taking the repair lock over from
+// the word prev (lockLoc at area offset lockOff, base the area's file
+// offset); peers are the participants' statuses.
+func (t *peerTable) lockTakeover(base uint64, lockLoc string, lockOff uint64, prev uint64) Finding {
+	f := Finding{Problem: ProblemRepairLock, Location: lockLoc, Offset: base + lockOff, Raw: prev, Owner: -1, Action: ActionTakeOverLock}
+	if layout.ValidateRole(prev, t.n) != nil {
+		f.Detail = fmt.Sprintf("word %#016x named no entry of the table of %d participants: taken over", prev, t.n)
+		return f
+	}
+	r := layout.UnpackRole(prev)
+	p, _ := t.status(uint64(r.Index()))
+	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
+	if p.Dead {
+		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): taken over", r.Index(), p.ID, p.Reason)
+	} else {
+		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed or taken since: taken over", r.Index(), r.Gen)
+	}
+	return f
 }
 
 // lockValue is the role word (layout.Role) of a holder: its entry's stamp
@@ -245,31 +295,44 @@ func (t *peerTable) lockRepair() bool {
 	return t.takeRole(t.lock)
 }
 
+// lockRepairFrom is lockRepair that also returns the word it replaced (0
+// when the lock was free).
+func (t *peerTable) lockRepairFrom() (prev uint64, ok bool) {
+	return t.takeRoleFrom(t.lock)
+}
+
 func (t *peerTable) unlockRepair() { t.lock.CompareAndSwap(t.myLock(), 0) }
 
 // takeRole takes a role word (the repair lock, a deque's owner word) that
 // holds lockValue of its holder: free, or held by a holder proven dead, or
 // corrupt. A live holder keeps it.
 func (t *peerTable) takeRole(w *atomic.Uint64) bool {
+	_, ok := t.takeRoleFrom(w)
+	return ok
+}
+
+// takeRoleFrom is takeRole that also returns the word it replaced (0 when
+// the role was free).
+func (t *peerTable) takeRoleFrom(w *atomic.Uint64) (prev uint64, ok bool) {
 	mine := t.myLock()
 	for {
 		v := w.Load()
 		if v == 0 {
 			if w.CompareAndSwap(0, mine) {
-				return true
+				return 0, true
 			}
 			continue
 		}
 		if v == mine {
-			return false // this handle holds it already (re-entry)
+			return 0, false // this handle holds it already (re-entry)
 		}
 		if t.holderAlive(v) {
-			return false
+			return 0, false
 		}
 		// Corrupt, dead, or an entry reused since: take over, but only
 		// from the exact word judged.
 		if w.CompareAndSwap(v, mine) {
-			return true
+			return v, true
 		}
 	}
 }

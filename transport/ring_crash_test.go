@@ -262,7 +262,7 @@ func TestCrashProducer(t *testing.T) {
 				t.Fatalf("scan before repair: want one %s, got %+v", tc.problem, before.Slots)
 			}
 			rep := mustRepair(t, r)
-			if len(rep.DeadPeers) != 1 || (tc.problem == SlotOrphanedWrite) != (rep.Abandoned == 1) {
+			if len(rep.DeadPeers) != 1 || (tc.problem == SlotOrphanedWrite) != (rep.Count(ActionRelease) == 1) {
 				t.Fatalf("repair report %+v", rep)
 			}
 			again := mustRepair(t, r)
@@ -333,11 +333,11 @@ func TestCrashConsumer(t *testing.T) {
 				}
 				rep := mustRepair(t, r)
 				switch {
-				case !full && rep.Requeued == 1:
-				case full && tc.role == "pop" && rep.RequeuedInPlace == 1:
+				case !full && rep.Count(ActionRequeue) == 1:
+				case full && tc.role == "pop" && rep.Count(ActionRequeueInPlace) == 1:
 					// The dead reader's slot was what stopped the
 					// producers: re-published in place, in order.
-				case full && tc.role != "pop" && (rep.Deferred == 1 || rep.RequeuedInPlace == 1):
+				case full && tc.role != "pop" && (rep.Count(ActionDefer) == 1 || rep.Count(ActionRequeueInPlace) == 1):
 					// A lease in a full ring is re-published in place if
 					// the tail is at its slot, else waits for room; the
 					// consumer that next finds the ring empty requeues it.
@@ -377,7 +377,7 @@ func TestCrashRepairer(t *testing.T) {
 		t.Fatal("dead repairer did not hold the repair role")
 	}
 	rep := mustRepair(t, r)
-	if rep.Requeued != 1 || len(rep.DeadPeers) != 2 {
+	if rep.Count(ActionRequeue) != 1 || len(rep.DeadPeers) != 2 {
 		t.Fatalf("repair report %+v", rep)
 	}
 	assertHealthy(t, r)

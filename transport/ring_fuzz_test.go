@@ -318,7 +318,7 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 				step("Repair")
 				rep, err := o.Repair()
 				bad("Repair", err)
-				check(rep.Abandoned+rep.Requeued+rep.RequeuedInPlace <= int(o.Capacity()) && len(rep.DeadPeers) <= 4,
+				check(rep.Count(ActionRelease)+rep.Count(ActionRequeue)+rep.Count(ActionRequeueInPlace) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4,
 					"Repair report %+v", rep)
 
 				step("NextID")

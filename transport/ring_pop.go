@@ -224,7 +224,7 @@ func (r *Ring) requeueDeferred() bool {
 		return false
 	}
 	rep, err := r.Repair()
-	return err == nil && rep.Requeued+rep.RequeuedInPlace > 0
+	return err == nil && rep.Count(ActionRequeue)+rep.Count(ActionRequeueInPlace) > 0
 }
 
 // poison sets a message that has had DeliveryLimit deliveries aside. It

@@ -119,23 +119,6 @@ func classifySlot(lay *layout.RingLayout, i, raw uint64, peers []PeerStatus) Slo
 	return sr
 }
 
-// RepairReport says what a ring's or deque's Repair did.
-type RepairReport struct {
-	DeadPeers       []PeerStatus // participants proven dead and reclaimed
-	Abandoned       int          // half-written slots released (their push never returned)
-	Requeued        int          // ring: messages of dead consumers pushed again at the tail; deque: handed back (returned) to be taken again
-	RequeuedInPlace int          // ring: re-published in their own slot (ring was full); deque: a dead owner's pop rolled back at the bottom
-	Deferred        int          // ring: messages left for a later repair, no room to requeue yet
-	Published       int          // deque: a dead owner's written message counted in (bottom moved past it)
-	OwnerDied       bool         // deque: the owner was proven dead and the role freed for Adopt
-	Corrupt         int          // corrupt slots left alone
-}
-
-// Changed reports whether the repair changed anything.
-func (rr RepairReport) Changed() bool {
-	return len(rr.DeadPeers)+rr.Abandoned+rr.Requeued+rr.RequeuedInPlace+rr.Published > 0 || rr.OwnerDied
-}
-
 // Repair recovers what dead participants left behind: half-written slots
 // are released, messages they were popping or had leased are delivered
 // again (at-least-once, delivery count kept), and their table entries are
@@ -144,16 +127,22 @@ func (rr RepairReport) Changed() bool {
 // the ring; every change is a CAS from the exact word that names the dead
 // owner. It is idempotent. One repairer runs at a time (ErrRepairBusy
 // otherwise); a repairer that died holding that role is itself replaced
-// on proof of death.
+// on proof of death. The report lists every action taken, as findings
+// like Check's (PlanRepair says beforehand what they will be).
 func (r *Ring) Repair() (RepairReport, error) {
-	var rep RepairReport
+	rep := RepairReport{Path: r.Path()}
 	if r.self == 0 {
 		return rep, ErrNotAttached
 	}
-	if !r.lockRepair() {
+	prev, ok := r.lockRepairFrom()
+	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, r.Path())
 	}
 	defer r.unlockRepair()
+	base := uint64(r.Header().HeaderSize)
+	if prev != 0 {
+		rep.Done = append(rep.Done, r.lockTakeover(base, "ring.repair_lock", layout.RingOffRepairLock, prev))
+	}
 	// Consumers retry a repair while this is non-zero. Clear it now: a
 	// detach that defers leases after this point sets it again.
 	r.deferred.Store(0)
@@ -163,14 +152,20 @@ func (r *Ring) Repair() (RepairReport, error) {
 	dead, reports := r.markDead()
 	rep.DeadPeers = reports
 	anyDead := len(reports) > 0
+	var peers []PeerStatus
+	if anyDead {
+		peers = r.Peers()
+	}
 	// 2. Repair every slot a dead participant owns. A message that found
 	// no room may find it after others were re-published in place (each
 	// moves the tail on), so passes repeat while they make progress.
 	keep := make([]bool, r.lay.Participants) // entries with deferred slots
+	var deferred []Finding                   // this pass's deferrals
 	for pass := 0; anyDead; pass++ {
 		progress := false
-		rep.Deferred = 0
+		deferred = deferred[:0]
 		clear(keep)
+		head := r.head.Load()
 		for i := uint64(0); i < r.lay.Capacity; i++ {
 			raw := r.slotWord(i).Load()
 			sw := layout.UnpackSlot(raw)
@@ -185,40 +180,72 @@ func (r *Ring) Repair() (RepairReport, error) {
 			}
 			what, err := r.recoverSlot(i, raw, sw)
 			if err != nil {
+				rep.Done = append(rep.Done, deferred...)
 				return rep, err
 			}
+			act := ActionNone
 			switch what {
 			case recoveredAbandoned:
-				rep.Abandoned++
-				progress = true
+				act, progress = ActionRelease, true
 			case recoveredRequeued:
-				rep.Requeued++
-				progress = true
+				act, progress = ActionRequeue, true
 			case recoveredInPlace:
-				rep.RequeuedInPlace++
-				progress = true
+				act, progress = ActionRequeueInPlace, true
 			case recoveredDeferred:
-				rep.Deferred++
+				act = ActionDefer
 				keep[sw.Owner-1] = true
 			}
+			if act == ActionNone {
+				continue
+			}
+			f := r.slotDone(base, i, raw, peers, head, act)
+			if act == ActionDefer {
+				deferred = append(deferred, f)
+			} else {
+				rep.Done = append(rep.Done, f)
+			}
 		}
-		if rep.Deferred == 0 || !progress || uint64(pass) >= r.lay.Capacity {
+		if len(deferred) == 0 || !progress || uint64(pass) >= r.lay.Capacity {
 			break
 		}
 	}
+	rep.Done = append(rep.Done, deferred...)
 	// Consumers that find the ring empty retry a repair while this is
 	// non-zero: the deferred messages are requeued once there is room.
-	if rep.Deferred > 0 {
-		r.deferred.Add(uint64(rep.Deferred))
+	if len(deferred) > 0 {
+		r.deferred.Add(uint64(len(deferred)))
 	}
 	// 3. Free the entries no slot refers to any more.
-	r.freeDead(dead, keep)
+	rep.Done = append(rep.Done, r.freedFindings(base, r.freeDead(dead, keep), reports)...)
 	if rep.Changed() {
 		r.repairs.Add(1)
 		r.wakeConsumers()
 		r.wakeProducers()
 	}
 	return rep, nil
+}
+
+// slotDone is a repair's finding for the action a it took on slot i,
+// whose word was raw, worded as Check words it.
+func (r *Ring) slotDone(base, i, raw uint64, peers []PeerStatus, head uint64, a Action) Finding {
+	sr := classifySlot(&r.lay, i, raw, peers)
+	f := slotTemplate(&r.lay, base, sr, peers, head)
+	f.Problem, f.Action = slotProblem(sr.Problem), a
+	if f.Problem == "" { // an owner judged dead when marked, not now
+		f.Problem = ProblemOrphanedRead
+		switch sr.Word.State {
+		case layout.SlotWriting:
+			f.Problem = ProblemOrphanedWrite
+		case layout.SlotLeased:
+			f.Problem = ProblemOrphanedLease
+		}
+	}
+	var p PeerStatus
+	if sr.Owner >= 0 && sr.Owner < len(peers) {
+		p = peers[sr.Owner]
+	}
+	f.Detail = ringSlotDetail(sr, f.Position, p, a, "")
+	return f
 }
 
 type recovered int

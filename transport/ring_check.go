@@ -1,0 +1,347 @@
+package transport
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shmkit/shmkit/layout"
+)
+
+// Check reads the whole ring and reports every problem it finds: reserved
+// header bytes, head and tail, every slot word (state, length, owner,
+// deliveries, lap), owners proven dead, poison, the participant entries
+// and the repair lock, each with the action a repair would take now. It
+// changes nothing and works on read-only handles; each shared word is read
+// once, validated, then used.
+func (r *Ring) Check() CheckReport {
+	h := r.Header()
+	base := uint64(h.HeaderSize)
+	rep := CheckReport{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants}
+	fs := &findings{}
+	checkReserved(fs, h, r.reg.Bytes()[:layout.HeaderSize])
+	head, tail := r.head.Load(), r.tail.Load()
+	capacity := r.lay.Capacity
+	switch {
+	case head > tail+capacity:
+		fs.addf(ProblemHeadTail, "ring.head", base+layout.RingOffHead, ActionNone, "head %d is more than a lap ahead of tail %d", head, tail)
+	case tail > head+3*capacity:
+		fs.addf(ProblemHeadTail, "ring.tail", base+layout.RingOffTail, ActionNone, "tail %d is more than 3 laps ahead of head %d", tail, head)
+	}
+	peers := r.Peers()
+	words := r.snapshotSlots()
+	sim := r.planSlots(words, head, tail, peers)
+	held := make([]int, r.lay.Participants)
+	checkSlots(fs, &r.lay, base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
+		if !orphaned(sr.Problem) {
+			return nil
+		}
+		step := sim.steps[sr.Index]
+		held[sr.Owner]++
+		return []Finding{{Problem: slotProblem(sr.Problem), Action: step.action,
+			Detail: ringSlotDetail(sr, pos, peers[sr.Owner], step.action, step.why)}}
+	})
+	n := len(fs.list)
+	r.checkPeers(fs, base, peers, "ring.repair_lock", layout.RingOffRepairLock, func(i int) int { return held[i] },
+		"marked dead by a repair that could not finish (messages deferred for room)")
+	for i := n; i < len(fs.list); i++ {
+		f := &fs.list[i]
+		if f.Problem == ProblemDeadParticipant && f.Owner >= 0 && sim.keep[f.Owner] {
+			f.Action = ActionNone
+			f.Detail = fmt.Sprintf("%s, proven dead (%s): a repair marks it dead and keeps it while a message it held (listed above) waits for room; a later repair frees it", f.OwnerID, f.Verdict)
+		}
+	}
+	rep.Findings = fs.list
+	return rep
+}
+
+// PlanRepair is what a Repair would do now: Check's findings that a repair
+// acts on.
+func (r *Ring) PlanRepair() []Finding { return r.Check().Plan() }
+
+// snapshotSlots reads every slot word once.
+func (r *Ring) snapshotSlots() []uint64 {
+	words := make([]uint64, r.lay.Capacity)
+	for i := range words {
+		words[i] = r.slotWord(uint64(i)).Load()
+	}
+	return words
+}
+
+func orphaned(p SlotProblem) bool {
+	return p == SlotOrphanedWrite || p == SlotOrphanedRead || p == SlotOrphanedLease
+}
+
+// slotProblem names a Scan classification in Check's vocabulary.
+func slotProblem(p SlotProblem) Problem {
+	switch p {
+	case SlotOrphanedWrite:
+		return ProblemOrphanedWrite
+	case SlotOrphanedRead:
+		return ProblemOrphanedRead
+	case SlotOrphanedLease:
+		return ProblemOrphanedLease
+	case SlotPoison:
+		return ProblemPoisoned
+	case SlotCorrupt:
+		return ProblemCorruptSlot
+	}
+	return ""
+}
+
+// slotPosition reconstructs the queue position a slot word refers to: slot
+// words keep the lap modulo 2^27, so the full lap is taken as the one
+// nearest near's (live words are never more than two laps from head or
+// top). A word whose lap would fall before position 0 (only a corrupt one)
+// is given its lap as stored.
+func slotPosition(l *layout.RingLayout, index uint64, lap uint32, near uint64) uint64 {
+	nearLap := near >> l.CapShift
+	full := int64(nearLap) + int64(layout.LapDiff(lap, uint32(nearLap)&layout.SlotLapMask))
+	if full < 0 {
+		full = int64(lap)
+	}
+	return uint64(full)<<l.CapShift | index
+}
+
+// slotTemplate is a finding about slot i (word raw, classified as sr):
+// where it is, its position near lo, and its owner.
+func slotTemplate(l *layout.RingLayout, base uint64, sr SlotReport, peers []PeerStatus, lo uint64) Finding {
+	f := Finding{Location: fmt.Sprintf("slot[%d].word", sr.Index), Offset: base + l.SlotOff(sr.Index), Raw: sr.Raw,
+		Position: slotPosition(l, sr.Index, sr.Word.Lap, lo), HasPosition: true, Owner: -1}
+	if sr.Owner >= 0 && sr.Owner < len(peers) {
+		p := peers[sr.Owner]
+		f.Owner, f.OwnerID, f.Verdict, f.Dead = sr.Owner, p.ID, p.Reason, p.Dead
+	}
+	return f
+}
+
+// slotJudge gives a kind's findings about one slot (Problem, Action and
+// Detail; checkSlots fills in where and whose). It is called for every
+// slot, corrupt ones included.
+type slotJudge func(sr SlotReport, pos uint64) []Finding
+
+// checkSlots checks every slot word of a ring or deque (words, read once):
+// its classification (state, length, owner, proof of death), what the
+// kind's judge says of it, then what the state machine allows of
+// deliveries and laps. lo and hi are the positions the live words cluster
+// around (head and tail; top and bottom). Corrupt and poisoned words are
+// left alone by every repair.
+func checkSlots(fs *findings, l *layout.RingLayout, base uint64, words []uint64, peers []PeerStatus, lo, hi uint64, judge slotJudge) {
+	loLap, hiLap := l.LapOf(lo), l.LapOf(hi)
+	limit := uint8(l.DeliveryLimit)
+	for i, raw := range words {
+		sr := classifySlot(l, uint64(i), raw, peers)
+		t := slotTemplate(l, base, sr, peers, lo)
+		add := func(p Problem, a Action, format string, args ...any) {
+			f := t
+			f.Problem, f.Action, f.Detail = p, a, fmt.Sprintf(format, args...)
+			fs.add(f)
+		}
+		w := sr.Word
+		if sr.Problem == SlotCorrupt {
+			add(ProblemCorruptSlot, ActionNone, "word %#016x: %s: left alone", raw, strings.ReplaceAll(sr.Err, "layout: ", ""))
+		}
+		if sr.Problem == SlotPoison {
+			add(ProblemPoisoned, ActionNone, "message at position %d set aside after %d deliveries (limit %d): left alone; take it with TakePoisoned",
+				t.Position, w.Deliveries, l.DeliveryLimit)
+		}
+		for _, f := range judge(sr, t.Position) {
+			g := t
+			g.Problem, g.Action, g.Detail = f.Problem, f.Action, f.Detail
+			fs.add(g)
+		}
+		if sr.Problem == SlotCorrupt {
+			continue
+		}
+		switch {
+		case w.State == layout.SlotWriting && (w.Length != 0 || w.Deliveries != 0):
+			add(ProblemBadDeliveries, ActionNone, "writing slot with length %d and %d deliveries: a producer writes both as 0", w.Length, w.Deliveries)
+		case w.State == layout.SlotReady && w.Deliveries > limit,
+			(w.State == layout.SlotReading || w.State == layout.SlotLeased || w.State == layout.SlotReturned) && (w.Deliveries == 0 || w.Deliveries > limit):
+			add(ProblemBadDeliveries, ActionNone, "%s slot with %d deliveries (limit %d)", w.State, w.Deliveries, limit)
+		case w.State == layout.SlotPoisoned && w.Deliveries < limit:
+			add(ProblemBadDeliveries, ActionNone, "poisoned slot with %d deliveries, under the limit of %d", w.Deliveries, limit)
+		}
+		if d1, d2 := layout.LapDiff(w.Lap, loLap), layout.LapDiff(w.Lap, hiLap); min(abs32(d1), abs32(d2)) > 2 {
+			what := "head"
+			if l.Deque {
+				what = "top"
+			}
+			add(ProblemBadLap, ActionNone, "%s slot at lap %d, %d laps from the %s's lap %d (live words are at most 2 laps away)",
+				w.State, w.Lap, d1, what, loLap)
+		}
+	}
+}
+
+func abs32(v int32) int32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// ringSlotDetail says what a ring's orphaned slot is and what a repair
+// does about it (a, with why for a slot a repair cannot finish).
+func ringSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action, why string) string {
+	w := sr.Word
+	head := fmt.Sprintf("%s slot (position %d, %d bytes) owned by participant %d, %s, proven dead (%s): ", w.State, pos, w.Length, sr.Owner, p.ID, p.Reason)
+	switch a {
+	case ActionRelease:
+		return head + fmt.Sprintf("the push never returned, so nobody was promised the message; a repair frees the slot for the next lap and position %d is skipped", pos)
+	case ActionRequeue:
+		return head + fmt.Sprintf("a repair pushes a copy at the tail (delivery count %d kept) and frees the slot", w.Deliveries)
+	case ActionRequeueInPlace:
+		return head + fmt.Sprintf("the ring is full and the tail is at this slot: a repair re-publishes the message in place (delivery count %d kept), as the very next one", w.Deliveries)
+	case ActionDefer:
+		return head + "the ring is full: a repair leaves it, counted in ring.deferred, until there is room (a consumer that finds the ring empty repairs again)"
+	}
+	if why != "" {
+		return head + why
+	}
+	return head + "the slot changes before a repair reaches it"
+}
+
+// ringPlan is what a Repair would do to each slot (by index) and which
+// dead entries it would keep (they own a deferred message).
+type ringPlan struct {
+	steps map[uint64]ringStep
+	keep  []bool
+}
+
+type ringStep struct {
+	action Action
+	why    string // for ActionNone: why a repair does not act
+}
+
+// planSlots runs Repair's slot passes on a copy of the slot words: the
+// same order, the same pushes (burning past leases, helping the tail),
+// the same passes while they make progress.
+func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) ringPlan {
+	plan := ringPlan{steps: map[uint64]ringStep{}, keep: make([]bool, r.lay.Participants)}
+	dead := make([]bool, len(peers))
+	anyDead := false
+	for _, p := range peers {
+		if p.Dead && !p.Self {
+			dead[p.Index], anyDead = true, true
+		}
+	}
+	sim := ringSim{lay: &r.lay, words: append([]uint64(nil), words...), head: head, tail: tail}
+	for pass := 0; anyDead; pass++ {
+		progress, deferred := false, 0
+		clear(plan.keep)
+		for i := uint64(0); i < r.lay.Capacity; i++ {
+			raw := sim.words[i]
+			sw := layout.UnpackSlot(raw)
+			if sw.Validate(&r.lay) != nil || sw.Owner == 0 || !dead[sw.Owner-1] {
+				continue
+			}
+			step := sim.recoverSlot(i, raw, sw)
+			plan.steps[i] = step
+			switch step.action {
+			case ActionRelease, ActionRequeue, ActionRequeueInPlace:
+				progress = true
+			case ActionDefer:
+				deferred++
+				plan.keep[sw.Owner-1] = true
+			default:
+				if sim.stopped {
+					return plan
+				}
+			}
+		}
+		if deferred == 0 || !progress || uint64(pass) >= r.lay.Capacity {
+			break
+		}
+	}
+	return plan
+}
+
+// ringSim is a ring's slot words, head and tail, changed as a Repair
+// would change them.
+type ringSim struct {
+	lay        *layout.RingLayout
+	words      []uint64
+	head, tail uint64
+	stopped    bool // a push met a corrupt word: Repair returns an error there
+}
+
+func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
+	if sw.State != layout.SlotReading && sw.State != layout.SlotLeased {
+		return s.withoutPush(i, sw)
+	}
+	ok, err := s.push(sw.Deliveries, sw.Length)
+	if err != "" {
+		s.stopped = true
+		return ringStep{ActionNone, "a repair's push of a copy meets " + err + " and stops there"}
+	}
+	if !ok {
+		return s.withoutPush(i, sw)
+	}
+	// Our own push may have burned past this lease (its lap moved on).
+	now := layout.UnpackSlot(s.words[i])
+	if now.Owner != sw.Owner || (now.State != layout.SlotReading && now.State != layout.SlotLeased) {
+		return ringStep{ActionNone, "the slot changes before a repair reaches it"}
+	}
+	s.words[i] = layout.SlotWord{Lap: (now.Lap + 1) & layout.SlotLapMask}.Pack()
+	return ringStep{action: ActionRequeue}
+}
+
+func (s *ringSim) withoutPush(i uint64, sw layout.SlotWord) ringStep {
+	next := (sw.Lap + 1) & layout.SlotLapMask
+	switch sw.State {
+	case layout.SlotWriting:
+		s.words[i] = layout.SlotWord{Lap: next}.Pack()
+		return ringStep{action: ActionRelease}
+	case layout.SlotReading, layout.SlotLeased:
+		t := s.tail
+		if t&(s.lay.Capacity-1) != i || s.lay.LapOf(t) != next {
+			return ringStep{action: ActionDefer}
+		}
+		s.words[i] = layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}.Pack()
+		s.tail = t + 1
+		return ringStep{action: ActionRequeueInPlace}
+	}
+	return ringStep{ActionNone, ""}
+}
+
+// push mirrors Ring.push on the copy: ok when a message would be
+// published, false when the ring is full, err when the push would fail on
+// a corrupt word.
+func (s *ringSim) push(deliveries uint8, length uint32) (ok bool, err string) {
+	capacity := s.lay.Capacity
+	burned := uint64(0)
+	for range 4*capacity + 4 {
+		t := s.tail
+		lap := s.lay.LapOf(t)
+		i := t & (capacity - 1)
+		raw := s.words[i]
+		sw := layout.UnpackSlot(raw)
+		d := layout.LapDiff(sw.Lap, lap)
+		switch {
+		case d == 0 && sw.State == layout.SlotFree:
+			if raw != (layout.SlotWord{Lap: lap}).Pack() {
+				return false, fmt.Sprintf("the corrupt word %#016x of slot %d", raw, i)
+			}
+			s.words[i] = layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: length, Lap: lap}.Pack()
+			s.tail = t + 1
+			return true, ""
+		case d == 0 || d == 1:
+			s.tail = t + 1
+		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
+			if burned >= capacity || t-s.head >= capacity {
+				return false, ""
+			}
+			if sw.Validate(s.lay) != nil {
+				return false, fmt.Sprintf("the corrupt word %#016x of slot %d", raw, i)
+			}
+			sw.Lap = lap
+			s.words[i] = sw.Pack()
+			burned++
+			s.tail = t + 1
+		case d == -1 && (sw.State == layout.SlotReady || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):
+			return false, ""
+		default:
+			return false, fmt.Sprintf("the %s word of slot %d at lap %d, seen from tail %d", sw.State, i, sw.Lap, t)
+		}
+	}
+	return false, ""
+}
