@@ -216,11 +216,11 @@ func (t *peerTable) checkPeers(fs *findings, base uint64, peers []PeerStatus, lo
 	r := layout.UnpackRole(raw)
 	p := peers[r.Index()]
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
-	gen := layout.UnpackPeer(t.entry(uint64(r.Index())).ctl.Load()).Gen
+	c := layout.UnpackPeer(t.entry(uint64(r.Index())).ctl.Load())
 	switch {
 	case p.Dead:
 		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): the next repair takes it over and finishes its work", r.Index(), p.ID, p.Reason)
-	case gen != r.Gen || p.State == "free":
+	case c.Gen != r.Gen || (c.State != layout.PeerActive && c.State != layout.PeerClaiming): // as holderAlive judges it
 		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed since: the next repair takes it over", r.Index(), r.Gen)
 	default:
 		return // a live repairer at work

@@ -245,31 +245,43 @@ func (t *peerTable) lockRepair() bool {
 	return t.takeRole(t.lock)
 }
 
+// lockRepairFrom is lockRepair that also returns the word it replaced: 0
+// when the role was free, else the word of the holder taken over (proven
+// dead, its entry reused since, or corrupt).
+func (t *peerTable) lockRepairFrom() (prev uint64, ok bool) { return t.takeRoleFrom(t.lock) }
+
 func (t *peerTable) unlockRepair() { t.lock.CompareAndSwap(t.myLock(), 0) }
 
 // takeRole takes a role word (the repair lock, a deque's owner word) that
 // holds lockValue of its holder: free, or held by a holder proven dead, or
 // corrupt. A live holder keeps it.
 func (t *peerTable) takeRole(w *atomic.Uint64) bool {
+	_, ok := t.takeRoleFrom(w)
+	return ok
+}
+
+// takeRoleFrom is takeRole that also returns the word it replaced (0 when
+// the role was free).
+func (t *peerTable) takeRoleFrom(w *atomic.Uint64) (prev uint64, ok bool) {
 	mine := t.myLock()
 	for {
 		v := w.Load()
 		if v == 0 {
 			if w.CompareAndSwap(0, mine) {
-				return true
+				return 0, true
 			}
 			continue
 		}
 		if v == mine {
-			return false // this handle holds it already (re-entry)
+			return 0, false // this handle holds it already (re-entry)
 		}
 		if t.holderAlive(v) {
-			return false
+			return 0, false
 		}
 		// Corrupt, dead, or an entry reused since: take over, but only
 		// from the exact word judged.
 		if w.CompareAndSwap(v, mine) {
-			return true
+			return v, true
 		}
 	}
 }
