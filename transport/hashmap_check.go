@@ -46,7 +46,7 @@ func (m *HashMap) Check() CheckReport {
 	held := make([]int, len(peers)) // orphaned buckets and home locks a repair recovers, by entry
 	for i := uint64(0); i < m.lay.Capacity; i++ {
 		if br := m.judgeBucket(i, peers); br.Problem != HashMapOK {
-			f := m.bucketFinding(base, br)
+			f := m.bucketFinding(base, br, false)
 			if f.Action != ActionNone {
 				held[br.Owner]++
 			}
@@ -56,7 +56,7 @@ func (m *HashMap) Check() CheckReport {
 			if hr.Holder >= 0 && hr.Dead {
 				held[hr.Holder]++
 			}
-			fs.add(m.homeFinding(base, hr))
+			fs.add(m.homeFinding(base, hr, false))
 		}
 	}
 	m.checkPeers(&fs, base, peers, "hashmap.repair_lock", layout.HashMapOffRepairLock,
@@ -71,10 +71,11 @@ func (m *HashMap) Check() CheckReport {
 func (m *HashMap) PlanRepair() []Finding { return m.Check().Plan() }
 
 // bucketFinding words the bucket problem br (not HashMapOK) and says what
-// a repair does about it: a bucket whose owner's entry is proven dead is
-// rolled back (an insert made a tombstone, a locked entry unlocked, also
-// when its lengths are corrupt); everything else is left alone.
-func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport) Finding {
+// a repair does about it (done: what Repair did): a bucket whose owner's
+// entry is proven dead is rolled back (an insert made a tombstone, a
+// locked entry unlocked, also when its lengths are corrupt); everything
+// else is left alone.
+func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport, done bool) Finding {
 	f := Finding{Location: fmt.Sprintf("bucket[%d].ctl", br.Index), Offset: base + m.lay.BucketOff(br.Index), Raw: br.Raw,
 		Owner: br.Owner, OwnerID: br.OwnerID, Verdict: br.Verdict, Dead: br.Dead, Action: ActionNone}
 	by := fmt.Sprintf("participant %d, %s, proven dead (%s)", br.Owner, br.OwnerID, br.Verdict)
@@ -92,10 +93,10 @@ func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport) Finding {
 			f.Detail = fmt.Sprintf("%s participant %d, an earlier owner of the entry a new process is claiming now: that process rolls it back as it attaches; a repair leaves it", what, br.Owner)
 		case br.Problem == HashMapOrphanedInsert:
 			f.Action = ActionTombstone
-			f.Detail = fmt.Sprintf("%s %s, and the insert never returned: a repair makes the bucket a tombstone (nobody was promised the entry)", what, by)
+			f.Detail = fmt.Sprintf("%s %s, and the insert never returned: %s (nobody was promised the entry)", what, by, remedy(done, "a repair makes the bucket a tombstone", "made a tombstone"))
 		default:
 			f.Action = ActionUnlock
-			f.Detail = fmt.Sprintf("%s %s, which never returned: a repair unlocks it (the entry keeps its old value)", what, by)
+			f.Detail = fmt.Sprintf("%s %s, which never returned: %s (the entry keeps its old value)", what, by, remedy(done, "a repair unlocks it", "unlocked"))
 		}
 	default:
 		f.Problem = ProblemCorruptBucket
@@ -103,7 +104,7 @@ func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport) Finding {
 		why := strings.TrimPrefix(br.Err, "layout: ")
 		if br.Dead && w.State == layout.BucketFull && w.Validate(&m.lay) == nil {
 			f.Action = ActionUnlock
-			f.Detail = fmt.Sprintf("word %#016x: %s; locked by %s: a repair unlocks it (the lengths stay as they are)", br.Raw, why, by)
+			f.Detail = fmt.Sprintf("word %#016x: %s; locked by %s: %s (the lengths stay as they are)", br.Raw, why, by, remedy(done, "a repair unlocks it", "unlocked"))
 		} else {
 			f.Detail = fmt.Sprintf("word %#016x, which no map operation writes (%s): left alone", br.Raw, why)
 		}
@@ -111,27 +112,36 @@ func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport) Finding {
 	return f
 }
 
-// homeFinding words the home lock problem hr (not HashMapOK). A repair
-// releases every home lock whose holder is not alive, also one naming no
-// entry.
-func (m *HashMap) homeFinding(base uint64, hr HashMapHomeLockReport) Finding {
+// homeFinding words the home lock problem hr (not HashMapOK; done: Repair
+// released it). A repair releases every home lock whose holder is not
+// alive, also one naming no entry.
+func (m *HashMap) homeFinding(base uint64, hr HashMapHomeLockReport, done bool) Finding {
 	f := Finding{Location: fmt.Sprintf("bucket[%d].home_lock", hr.Bucket), Offset: base + m.lay.BucketOff(hr.Bucket) + layout.HashMapBucketHomeLock,
 		Raw: hr.Raw, Owner: hr.Holder, OwnerID: hr.HolderID, Verdict: hr.Verdict, Dead: hr.Dead, Action: ActionReleaseHome}
+	release := remedy(done, "a repair releases it", "released")
 	if hr.Problem == HashMapCorrupt {
 		f.Problem = ProblemBadHomeLock
-		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: a repair releases it", hr.Raw, m.lay.Participants)
+		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: %s", hr.Raw, m.lay.Participants, release)
 		return f
 	}
 	f.Problem = ProblemOrphanedHome
 	if hr.Dead {
-		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): a repair releases it", hr.Holder, hr.HolderID, hr.Verdict)
+		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): %s", hr.Holder, hr.HolderID, hr.Verdict, release)
 		return f
 	}
 	r := layout.UnpackRole(hr.Raw & layout.HashMapHomeHolderMask)
 	c := layout.UnpackPeer(m.entry(uint64(hr.Holder)).ctl.Load())
-	f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry now %s at generation %d, which holds no home lock: a repair releases it",
-		hr.Holder, r.Gen, layout.PeerStateName(c.State), c.Gen)
+	f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry now %s at generation %d, which holds no home lock: %s",
+		hr.Holder, r.Gen, layout.PeerStateName(c.State), c.Gen, release)
 	return f
+}
+
+// remedy is plan, what a repair will do, or, when done, did, what it did.
+func remedy(done bool, plan, did string) string {
+	if done {
+		return did
+	}
+	return plan
 }
 
 // tookOverLock is Repair's finding for the repair lock word prev it took

@@ -316,7 +316,7 @@ func (m *HashMap) Repair() (mapRepairReport, error) {
 			// Judged (for the report) before the rollback changes it.
 			br := m.classifyBucket(i, raw, deadPeer)
 			if m.rollBack(i, raw) {
-				f := m.bucketFinding(base, br)
+				f := m.bucketFinding(base, br, true)
 				f.Action = ActionUnlock
 				if w.State == layout.BucketInserting {
 					f.Action = ActionTombstone
@@ -330,7 +330,7 @@ func (m *HashMap) Repair() (mapRepairReport, error) {
 			// A holder not alive, or a word naming no possible holder.
 			if hr := m.classifyHome(i, v, nil); hr.Problem != HashMapOK && hl.CompareAndSwap(v, 0) {
 				m.homeTakeovers.Add(1)
-				f := m.homeFinding(base, hr)
+				f := m.homeFinding(base, hr, true)
 				f.Action = ActionReleaseHome
 				rep.Done = append(rep.Done, f)
 			}
