@@ -109,7 +109,10 @@ func TestDequeRegressionOwnerTryStealRacesOwnPush(t *testing.T) {
 			taken.Add(1)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Bounded by progress, not by time: a wedge stops every take and push
+	// for good, while a loaded machine only slows them.
+	var pushed atomic.Uint64
+	ctx, cancel := context.WithCancel(progressContext(t, 20*time.Second, func() uint64 { return taken.Load() + pushed.Load() }))
 	defer cancel()
 	var wg sync.WaitGroup
 	consumer := func(q *Deque) {
@@ -133,6 +136,7 @@ func TestDequeRegressionOwnerTryStealRacesOwnPush(t *testing.T) {
 		for {
 			err := d.TryPush(u64msg(i))
 			if err == nil {
+				pushed.Add(1)
 				break
 			}
 			if err != ErrFull {

@@ -487,7 +487,7 @@ func TestHashMapCrashWriter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(rep.DeadPeers) != 1 || rep.CorruptBuckets != 0 {
+				if len(rep.DeadPeers) != 1 || rep.Corrupt != 0 {
 					t.Fatalf("repair report %+v", rep)
 				}
 				if !heal {
@@ -498,7 +498,7 @@ func TestHashMapCrashWriter(t *testing.T) {
 					case HashMapOrphanedLock:
 						locks = 1
 					}
-					if rep.Inserts != inserts || rep.Locks != locks || rep.HomeLocks != 1 {
+					if rep.Count(ActionTombstone) != inserts || rep.Count(ActionUnlock) != locks || rep.Count(ActionReleaseHome) != 1 {
 						t.Fatalf("repair report %+v", rep)
 					}
 				}
@@ -547,7 +547,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 			if point == "hashmap.repair.after-rollback" {
 				wantLocks = 0 // the dead repairer had rolled it back
 			}
-			if len(rep.DeadPeers) != 2 || rep.Locks != wantLocks {
+			if len(rep.DeadPeers) != 2 || rep.Count(ActionUnlock) != wantLocks {
 				t.Fatalf("repair report %+v", rep)
 			}
 			hmCheckExact(t, m, model)

@@ -235,7 +235,7 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 				step("Repair")
 				rep, err := o.Repair()
 				bad("Repair", err)
-				check(rep.Inserts+rep.Locks <= int(o.Capacity()) && len(rep.DeadPeers) <= 4 && rep.HomeLocks <= int(o.Capacity()),
+				check(rep.Count(ActionTombstone)+rep.Count(ActionUnlock) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4 && rep.Count(ActionReleaseHome) <= int(o.Capacity()),
 					"Repair report %+v", rep)
 			}
 			step("Close")

@@ -149,7 +149,7 @@ func TestHashMapRegression2HomeLockNamingClaimingEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, perr := m.Put(key, []byte("v"))
-	if perr != nil || rr.HomeLocks != 1 {
-		t.Fatalf("home lock %#x naming a claiming entry (documented: no possible holder): Repair released %d, Put: %v", junk, rr.HomeLocks, perr)
+	if perr != nil || rr.Count(ActionReleaseHome) != 1 {
+		t.Fatalf("home lock %#x naming a claiming entry (documented: no possible holder): Repair released %d, Put: %v", junk, rr.Count(ActionReleaseHome), perr)
 	}
 }

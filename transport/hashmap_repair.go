@@ -37,6 +37,8 @@ type HashMapBucketReport struct {
 	Owner   int           // participant index of the writer holding it, -1 for none
 	OwnerID shm.ProcessID // the owner's identity as the table records it
 	Alive   bool          // the owner is not proven dead
+	Dead    bool          // the owner's entry is proven dead: what a Repair rolls back
+	Verdict string        // why the owner is judged dead or alive
 	Err     string        // why the bucket is corrupt
 }
 
@@ -47,6 +49,8 @@ type HashMapHomeLockReport struct {
 	Holder   int           // participant index, -1 when the word names none
 	HolderID shm.ProcessID // the holder's identity as the table records it
 	Alive    bool          // the holder is alive: its entry is active, still has the generation the word records, and is not proven dead
+	Dead     bool          // the holder's entry is proven dead
+	Verdict  string        // why the holder's entry is judged dead or alive
 	Problem  HashMapProblem
 }
 
@@ -79,10 +83,7 @@ func (m *HashMap) Scan() HashMapScanReport {
 	}
 	rep.Peers = m.Peers()
 	for i := uint64(0); i < m.lay.Capacity; i++ {
-		br := m.classifyBucket(i, m.ctl(i).Load(), func(o int) PeerStatus { return rep.Peers[o] })
-		if br.Problem != HashMapOK {
-			br = m.recheckBucket(i, br)
-		}
+		br := m.judgeBucket(i, rep.Peers)
 		switch {
 		case br.Problem == HashMapCorrupt:
 			rep.Corrupt++
@@ -95,14 +96,7 @@ func (m *HashMap) Scan() HashMapScanReport {
 		if br.Problem != HashMapOK {
 			rep.Problems++
 		}
-		if v := m.home(i).Load(); v != 0 {
-			hr := m.classifyHome(i, v, rep.Peers)
-			if hr.Problem != HashMapOK {
-				var held bool
-				if hr, held = m.recheckHome(i, hr); !held {
-					continue
-				}
-			}
+		if hr, held := m.judgeHome(i, rep.Peers); held {
 			rep.HomeLocks = append(rep.HomeLocks, hr)
 			if hr.Problem != HashMapOK {
 				rep.Problems++
@@ -113,6 +107,32 @@ func (m *HashMap) Scan() HashMapScanReport {
 		}
 	}
 	return rep
+}
+
+// judgeBucket reads bucket i's control word and judges it as Scan and
+// Check report it: against peers (the table as read first), and, when that
+// finds a problem, again by recheckBucket.
+func (m *HashMap) judgeBucket(i uint64, peers []PeerStatus) HashMapBucketReport {
+	br := m.classifyBucket(i, m.ctl(i).Load(), func(o int) PeerStatus { return peers[o] })
+	if br.Problem != HashMapOK {
+		br = m.recheckBucket(i, br)
+	}
+	return br
+}
+
+// judgeHome reads bucket i's home lock word and judges it as Scan and
+// Check report it (see judgeBucket). It reports false when the lock is
+// not held.
+func (m *HashMap) judgeHome(i uint64, peers []PeerStatus) (HashMapHomeLockReport, bool) {
+	v := m.home(i).Load()
+	if v == 0 {
+		return HashMapHomeLockReport{}, false
+	}
+	hr := m.classifyHome(i, v, peers)
+	if hr.Problem == HashMapOK {
+		return hr, true
+	}
+	return m.recheckHome(i, hr)
 }
 
 // hmScanRechecks bounds Scan's re-reads of a word found with a problem that
@@ -147,20 +167,29 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 		br.Problem, br.Err = HashMapCorrupt, err.Error()
 		return br
 	}
+	var lengths error
 	if w.State == layout.BucketFull {
 		// The active copy's length and the key's length are stable while
 		// the word is; a change means a writer, not corruption.
 		kl, vl := m.keyLen(i).Load(), m.valueLen(i, w.Active).Load()
 		if err := m.lay.CheckLengths(kl, vl); err != nil && ctl.Load() == raw {
-			br.Problem, br.Err = HashMapCorrupt, err.Error()
-			return br
+			lengths = err
 		}
 	}
 	if br.Owner < 0 {
+		if lengths != nil {
+			br.Problem, br.Err = HashMapCorrupt, lengths.Error()
+		}
 		return br
 	}
+	// The owner is judged also when the lengths are corrupt: a Repair
+	// unlocks a dead writer's bucket whatever its lengths say.
 	p := peer(br.Owner)
-	br.OwnerID, br.Alive = p.ID, !p.Dead
+	br.OwnerID, br.Alive, br.Dead, br.Verdict = p.ID, !p.Dead, p.Dead, p.Reason
+	if lengths != nil {
+		br.Problem, br.Err = HashMapCorrupt, lengths.Error()
+		return br
+	}
 	switch {
 	case p.State == "free":
 		// An owner stamp naming an unused entry: no process can be proven
@@ -173,6 +202,7 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 		// before it writes anything, so this is an earlier owner's, left
 		// behind. The table no longer records that owner.
 		br.OwnerID, br.Alive = shm.ProcessID{}, false
+		br.Verdict = "entry being claimed by a new process, which rolls this back before it writes"
 		p.Dead = true
 	}
 	if p.Dead {
@@ -187,24 +217,25 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 
 // classifyHome judges the home lock word v of bucket i. Its holder is
 // judged from the table as it is now (read after v); peers, when not nil,
-// gives the holder's identity.
+// gives the holder's identity and verdict.
 func (m *HashMap) classifyHome(i, v uint64, peers []PeerStatus) HashMapHomeLockReport {
 	hr := HashMapHomeLockReport{Bucket: i, Raw: v, Holder: -1}
-	stamp := v & 0xffff
-	if stamp == 0 || stamp > m.lay.Participants {
+	holder := v & layout.HashMapHomeHolderMask
+	if holder == 0 || layout.ValidateRole(holder, m.lay.Participants) != nil {
 		hr.Problem = HashMapCorrupt
 		return hr
 	}
-	hr.Holder = int(stamp - 1)
+	hr.Holder = layout.UnpackRole(holder).Index()
 	if hr.Alive = m.homeHolderAlive(v); !hr.Alive {
 		hr.Problem = HashMapOrphanedHome
 	}
+	var ps PeerStatus
 	if peers != nil {
-		hr.HolderID = peers[hr.Holder].ID
+		ps = peers[hr.Holder]
 	} else {
-		ps, _ := m.status(uint64(hr.Holder))
-		hr.HolderID = ps.ID
+		ps, _ = m.status(uint64(hr.Holder))
 	}
+	hr.HolderID, hr.Dead, hr.Verdict = ps.ID, ps.Dead, ps.Reason
 	return hr
 }
 
@@ -226,20 +257,6 @@ func (m *HashMap) recheckHome(i uint64, hr HashMapHomeLockReport) (HashMapHomeLo
 	return hr, true
 }
 
-// HashMapRepairReport says what Repair did.
-type HashMapRepairReport struct {
-	DeadPeers      []PeerStatus // participants proven dead and freed
-	Inserts        int          // half-done inserts made tombstones
-	Locks          int          // half-done updates and deletes undone (old value kept)
-	HomeLocks      int          // home locks of dead holders released
-	CorruptBuckets int          // corrupt control words left alone
-}
-
-// Changed reports whether the repair changed anything.
-func (rr HashMapRepairReport) Changed() bool {
-	return len(rr.DeadPeers)+rr.Inserts+rr.Locks+rr.HomeLocks > 0
-}
-
 // Repair rolls back what dead participants left behind: a half-done
 // insert becomes a tombstone, a half-done update or delete is undone (the
 // entry keeps its old value), home locks they held are released, and
@@ -251,22 +268,41 @@ func (rr HashMapRepairReport) Changed() bool {
 // (ErrRepairBusy otherwise); a repairer that died holding that role is
 // replaced on proof of death.
 //
+// The report lists one finding per action taken, in the order taken
+// (ActionTakeOverLock, then ActionTombstone, ActionUnlock and
+// ActionReleaseHome bucket by bucket, then ActionFreeEntry), worded as
+// Check words them: PlanRepair, run just before, lists the same.
+// Corrupt counts the bucket control words left alone.
+//
 // Writers do not depend on it: one that needs a bucket or home lock a dead
 // writer left rolls it back itself, and a process attaching in a dead
 // participant's entry rolls back what that participant left.
-func (m *HashMap) Repair() (HashMapRepairReport, error) {
-	var rep HashMapRepairReport
+func (m *HashMap) Repair() (RepairReport, error) {
+	rep := RepairReport{Path: m.Path(), Done: []Finding{}}
 	if m.self == 0 || m.area == nil {
 		return rep, ErrNotAttached
 	}
-	if !m.lockRepair() {
+	prev, ok := m.lockRepairFrom()
+	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, m.Path())
 	}
 	defer m.unlockRepair()
+	base := uint64(m.Header().HeaderSize)
+	if prev != 0 {
+		rep.Done = append(rep.Done, m.tookOverLock(base, prev))
+	}
 	// 1. Prove deaths. An entry marked dead stays dead until its buckets
 	// are rolled back, so an interrupted repair is finished by the next.
 	dead, reports := m.markDead()
 	rep.DeadPeers = reports
+	deadPeer := func(o int) PeerStatus {
+		for _, p := range reports {
+			if p.Index == o {
+				return p
+			}
+		}
+		return PeerStatus{Index: o} // not reached: only the owners in dead are asked about
+	}
 	shm.CrashPoint("hashmap.repair.after-mark")
 	// 2. Roll back every bucket a dead participant holds, and release
 	// home locks whose holders are gone.
@@ -275,22 +311,35 @@ func (m *HashMap) Repair() (HashMapRepairReport, error) {
 		w := layout.UnpackHashMapWord(raw)
 		switch {
 		case w.Validate(&m.lay) != nil:
-			rep.CorruptBuckets++
-		case w.Owner != 0 && dead[w.Owner-1] && m.rollBack(i, raw):
-			if w.State == layout.BucketInserting {
-				rep.Inserts++
-			} else {
-				rep.Locks++
+			rep.Corrupt++
+		case w.Owner != 0 && dead[w.Owner-1]:
+			// Judged (for the report) before the rollback changes it.
+			br := m.classifyBucket(i, raw, deadPeer)
+			if m.rollBack(i, raw) {
+				f := m.bucketFinding(base, br, true)
+				f.Action = ActionUnlock
+				if w.State == layout.BucketInserting {
+					f.Action = ActionTombstone
+				}
+				rep.Done = append(rep.Done, f)
+				shm.CrashPoint("hashmap.repair.after-rollback")
 			}
-			shm.CrashPoint("hashmap.repair.after-rollback")
 		}
 		hl := m.home(i)
-		if v := hl.Load(); v != 0 && !m.homeHolderAlive(v) && hl.CompareAndSwap(v, 0) {
-			m.homeTakeovers.Add(1)
-			rep.HomeLocks++
+		if v := hl.Load(); v != 0 {
+			// A holder not alive, or a word naming no possible holder.
+			if hr := m.classifyHome(i, v, nil); hr.Problem != HashMapOK && hl.CompareAndSwap(v, 0) {
+				m.homeTakeovers.Add(1)
+				f := m.homeFinding(base, hr, true)
+				f.Action = ActionReleaseHome
+				rep.Done = append(rep.Done, f)
+			}
 		}
 	}
 	// 3. Free the dead entries: nothing refers to them any more.
+	for _, p := range reports {
+		rep.Done = append(rep.Done, m.freedEntry(base, p)) // the word as marked dead, read before it is freed
+	}
 	m.freeDead(dead, make([]bool, len(dead)))
 	if rep.Changed() {
 		m.repairs.Add(1)
@@ -312,7 +361,7 @@ func (m *HashMap) reclaimStamp(stamp uint16, prevGen uint32) bool {
 			m.rollBack(i, raw)
 		}
 		hl := m.home(i)
-		if v := hl.Load(); v != 0 && v&0xffff == uint64(stamp) && hl.CompareAndSwap(v, 0) {
+		if v := hl.Load(); v != 0 && layout.UnpackRole(v&layout.HashMapHomeHolderMask).Stamp == stamp && hl.CompareAndSwap(v, 0) {
 			m.homeTakeovers.Add(1)
 		}
 	}

@@ -295,11 +295,10 @@ func (t *peerTable) lockRepair() bool {
 	return t.takeRole(t.lock)
 }
 
-// lockRepairFrom is lockRepair that also returns the word it replaced (0
-// when the lock was free).
-func (t *peerTable) lockRepairFrom() (prev uint64, ok bool) {
-	return t.takeRoleFrom(t.lock)
-}
+// lockRepairFrom is lockRepair that also returns the word it replaced: 0
+// when the role was free, else the word of the holder taken over (proven
+// dead, its entry reused since, or corrupt).
+func (t *peerTable) lockRepairFrom() (prev uint64, ok bool) { return t.takeRoleFrom(t.lock) }
 
 func (t *peerTable) unlockRepair() { t.lock.CompareAndSwap(t.myLock(), 0) }
 
