@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -19,7 +19,7 @@ func (e *env) reapCommand() *cli.Command {
 		Usage:     "reclaim dead participants: requeue their leased messages and free their slots",
 		UsageText: "hbdump reap PATH [--ring R ...] [--apply] [--json]",
 		Description: "Without --apply, shows what would be done and changes nothing: exit 1 when there is\n" +
-			"something to reap, 0 when not. With --apply, runs the library's watchdog (sched.Watchdog):\n" +
+			"something to reap, 0 when not. With --apply, runs the library's watchdog (heartbeat.Watchdog):\n" +
 			"each --ring (a ring or a deque) is repaired, which requeues every lease of a dead\n" +
 			"participant of that file, and each dead participant whose leases are all in files given\n" +
 			"here is freed; one holding a lease in a file not given is kept (reclaiming) and reported.\n" +
@@ -70,7 +70,7 @@ type ringOutcome struct {
 	Ring     *ring
 	Orphans  map[transport.SlotProblem]int
 	Owner    string // a deque's owner before: none, alive or dead; "" for a ring
-	Repaired *sched.RingRepair
+	Repaired *heartbeat.RingRepair
 }
 
 type jsonReap struct {
@@ -149,8 +149,8 @@ func (e *env) reap(c *cli.Context) error {
 	}
 
 	ringHandles, queues := rings.handles()
-	wd := sched.NewWatchdog(hb, sched.WatchdogConfig{Stale: stale, Rings: ringHandles, Queues: queues})
-	var rep sched.WatchReport
+	wd := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Stale: stale, Rings: ringHandles, Queues: queues})
+	var rep heartbeat.WatchReport
 	if err := guard(hb.Path(), func() error { rep = wd.Scan(apply); return nil }); err != nil {
 		return err
 	}

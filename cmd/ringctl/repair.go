@@ -13,7 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -186,13 +186,13 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	}
 	defer r.Close()
 	defer reg.Close()
-	var hb *sched.Heartbeat
+	var hb *heartbeat.Table
 	if hbPath != "" {
 		opts, err := cliutil.OpenOptions(c)
 		if err != nil {
 			return rep, err
 		}
-		if hb, err = sched.OpenHeartbeat(hbPath, append(opts, shm.ReadOnly())...); err != nil {
+		if hb, err = heartbeat.Open(hbPath, append(opts, shm.ReadOnly())...); err != nil {
 			return rep, fileErr(hbPath, err)
 		}
 		defer hb.Close()
@@ -212,7 +212,7 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	}
 	if hb != nil {
 		if err := guard(hbPath, func() error {
-			wr := sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(false)
+			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(false)
 			planMembers(&rep, r.ID(), wr)
 			return nil
 		}); err != nil {
@@ -309,7 +309,7 @@ func lockHolder(reg *shm.Region, l *layout.RingLayout, scan transport.ScanReport
 	return lock.index
 }
 
-func planMembers(rep *repairReport, ringID uint64, wr sched.WatchReport) {
+func planMembers(rep *repairReport, ringID uint64, wr heartbeat.WatchReport) {
 	for _, p := range wr.Participants {
 		if p.Health(0) != "dead" {
 			continue
@@ -353,12 +353,12 @@ func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
 		if err != nil {
 			return err
 		}
-		hb, err := sched.OpenHeartbeat(hbPath, opts...)
+		hb, err := heartbeat.Open(hbPath, opts...)
 		if err != nil {
 			return fileErr(hbPath, err)
 		}
 		defer hb.Close()
-		wr := sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
 		for _, p := range wr.Reclaimed {
 			res.Reclaimed = append(res.Reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, Label: p.Label, Reason: p.Verdict.Reason})
 		}
