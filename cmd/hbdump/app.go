@@ -333,16 +333,18 @@ func (r *ring) close() error {
 	return r.rh.Close()
 }
 
-// handles returns the open rings and deques, for the watchdog.
-func (rs *ringSet) handles() (rings []*transport.Ring, queues []heartbeat.Repairable) {
+// handles returns the open rings and deques, for the watchdog: the rings
+// first, then the deques, each in the order given.
+func (rs *ringSet) handles() []heartbeat.Repairable {
+	var rings, deques []heartbeat.Repairable
 	for _, r := range rs.list {
 		if r.dh != nil {
-			queues = append(queues, r.dh)
+			deques = append(deques, r.dh)
 		} else {
 			rings = append(rings, r.rh)
 		}
 	}
-	return rings, queues
+	return append(rings, deques...)
 }
 
 // hasDeque reports whether a deque was given.

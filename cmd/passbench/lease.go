@@ -385,7 +385,7 @@ type leaseWatch struct {
 }
 
 func newLeaseWatch(hb *heartbeat.Table, r *transport.Ring) *leaseWatch {
-	return &leaseWatch{wd: heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Rings: []*transport.Ring{r}}), ring: r}
+	return &leaseWatch{wd: heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}), ring: r}
 }
 
 func newDequeWatch(d *transport.Deque) *leaseWatch { return &leaseWatch{deque: d} }

@@ -212,7 +212,7 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	}
 	if hb != nil {
 		if err := guard(hbPath, func() error {
-			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(false)
+			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(false)
 			planMembers(&rep, r.ID(), wr)
 			return nil
 		}); err != nil {
@@ -309,11 +309,11 @@ func lockHolder(reg *shm.Region, l *layout.RingLayout, scan transport.ScanReport
 	return lock.index
 }
 
+// planMembers renders the watchdog's dry-run decisions about the table's
+// dead members: the library judges, ringctl words it.
 func planMembers(rep *repairReport, ringID uint64, wr heartbeat.WatchReport) {
-	for _, p := range wr.Participants {
-		if p.Health(0) != "dead" {
-			continue
-		}
+	for _, d := range wr.Decisions {
+		p := d.Participant
 		a := repairAction{Target: fmt.Sprintf("heartbeat.slot[%d]", p.Slot), Kind: "dead_member", PID: p.ID.PID, Action: actReclaim}
 		other := 0
 		for _, l := range p.Leases {
@@ -323,7 +323,7 @@ func planMembers(rep *repairReport, ringID uint64, wr heartbeat.WatchReport) {
 		}
 		a.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
 			p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(len(p.Leases), "lease", "leases"))
-		if other > 0 {
+		if d.Action == heartbeat.ActionKeep {
 			a.Action = actNone
 			a.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s): kept, %s in other rings (a watchdog given those rings reclaims it)",
 				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(other, "lease is", "leases are"))
@@ -358,13 +358,13 @@ func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
 			return fileErr(hbPath, err)
 		}
 		defer hb.Close()
-		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(true)
 		for _, p := range wr.Reclaimed {
 			res.Reclaimed = append(res.Reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, Label: p.Label, Reason: p.Verdict.Reason})
 		}
 		res.Problems = append(res.Problems, wr.Problems...)
-		if len(wr.RingRepairs) > 0 {
-			rr, repaired = wr.RingRepairs[0].Report, wr.RingRepairs[0].Err == ""
+		if len(wr.QueueRepairs) > 0 {
+			rr, repaired = wr.QueueRepairs[0].Report, wr.QueueRepairs[0].Err == ""
 		}
 	}
 	if !repaired {

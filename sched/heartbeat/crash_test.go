@@ -46,7 +46,7 @@ func TestWatchdogCrashBeforeFree(t *testing.T) {
 		t.Fatalf("slot %+v", p)
 	}
 	r := openRing(t, f.ring)
-	rep := NewWatchdog(h, WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+	rep := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
 	if len(rep.Reclaimed) != 1 || len(rep.Problems) != 0 {
 		t.Fatalf("report %+v", rep)
 	}

@@ -13,8 +13,10 @@
 // of death, stale when alive but silent) and, with apply, reclaims the
 // dead: it repairs each queue it was given (the queue's own Repair
 // requeues every lease of a dead participant of that file), then frees the
-// slots of dead participants whose leases are all in those queues.
-// ExitEvents carries exits to one bounded subscriber.
+// slots of dead participants whose leases are all in those queues. Its
+// WatchReport says, per dead participant, what it did or in a dry run
+// would do, and why (Decision). ExitEvents carries exits to one bounded
+// subscriber.
 //
 // heartbeat is not a transport and does not move messages itself: the
 // ring's or deque's slot words stay the truth about a lease, and requeueing

@@ -96,7 +96,7 @@ func child(role string) error {
 		if err != nil {
 			return err
 		}
-		rep := NewWatchdog(hb, WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+		rep := NewWatchdog(hb, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
 		fmt.Println("reclaimed", len(rep.Reclaimed))
 		return nil
 	case "register":

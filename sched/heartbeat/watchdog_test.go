@@ -48,11 +48,14 @@ func TestWatchdogReclaimsDeadHolder(t *testing.T) {
 	r := openRing(t, f.ring)
 	ev := NewExitEvents(8)
 	sub, _ := ev.Subscribe()
-	wd := NewWatchdog(h, WatchdogConfig{Rings: []*transport.Ring{r}, Events: ev})
+	wd := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}, Events: ev})
 
 	dry := wd.Scan(false)
 	if dry.Dead != 1 || len(dry.Reclaimed) != 0 || r.Scan().Problems != 1 {
 		t.Fatalf("dry run: dead %d reclaimed %d, ring problems %d", dry.Dead, len(dry.Reclaimed), r.Scan().Problems)
+	}
+	if len(dry.Decisions) != 1 || dry.Decisions[0].Action != ActionReclaim || dry.Decisions[0].Reclaimed || dry.Decisions[0].Participant.ID.PID != pid {
+		t.Fatalf("dry run decisions: %+v", dry.Decisions)
 	}
 	if e, err := sub.RecvTimeout(time.Second); err != nil || e.Reason != ExitFoundDead || e.PID != pid {
 		t.Fatalf("dry run event: %v %v", e, err)
@@ -63,6 +66,9 @@ func TestWatchdogReclaimsDeadHolder(t *testing.T) {
 	}
 	if len(rep.Reclaimed[0].Leases) != 1 || rep.Reclaimed[0].Leases[0].Ring != r.ID() {
 		t.Fatalf("the dead holder's lease was not in the report: %+v", rep.Reclaimed[0].Leases)
+	}
+	if len(rep.Decisions) != 1 || rep.Decisions[0].Action != ActionReclaim || !rep.Decisions[0].Reclaimed {
+		t.Fatalf("decisions: %+v", rep.Decisions)
 	}
 	// Now final: its work is back in the ring.
 	if e, err := sub.RecvTimeout(time.Second); err != nil || e.Reason != ExitReclaimed || e.PID != pid {
@@ -92,7 +98,7 @@ func TestWatchdogsRaceNoDoubleRequeue(t *testing.T) {
 		f, h, _ := holderSetup(t)
 		var wds []*Watchdog
 		for i := 0; i < 2; i++ {
-			wds = append(wds, NewWatchdog(h, WatchdogConfig{Rings: []*transport.Ring{openRing(t, f.ring)}}))
+			wds = append(wds, NewWatchdog(h, WatchdogConfig{Queues: []Repairable{openRing(t, f.ring)}}))
 		}
 		var wg sync.WaitGroup
 		reports := make([]WatchReport, 2)
@@ -133,10 +139,21 @@ func TestWatchdogsRaceNoDoubleRequeue(t *testing.T) {
 
 // TestWatchdogKeepsSlotWithoutItsRing: a dead participant holding a lease
 // in a ring the watchdog was not given keeps its slot, with a problem
-// saying why.
+// saying why; the dry run already says it would keep it, naming the ring.
 func TestWatchdogKeepsSlotWithoutItsRing(t *testing.T) {
-	_, h, _ := holderSetup(t)
-	rep := NewWatchdog(h, WatchdogConfig{}).Scan(true)
+	f, h, _ := holderSetup(t)
+	ringID := openRing(t, f.ring).ID()
+	wd := NewWatchdog(h, WatchdogConfig{})
+	for _, apply := range []bool{false, true} {
+		rep := wd.Scan(apply)
+		if len(rep.Decisions) != 1 {
+			t.Fatalf("apply %v: decisions %+v", apply, rep.Decisions)
+		}
+		if d := rep.Decisions[0]; d.Action != ActionKeep || d.Why != KeepQueueNotGiven || d.Queue != ringID || d.Reclaimed {
+			t.Fatalf("apply %v: decision %+v, want keep: lease in %016x not given", apply, d, ringID)
+		}
+	}
+	rep := wd.Scan(true)
 	if len(rep.Reclaimed) != 0 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "not given") {
 		t.Fatalf("report %+v", rep)
 	}
@@ -178,12 +195,48 @@ func TestWatchdogRepairsRingWithoutDeadMember(t *testing.T) {
 	// Forget the holder in the table: the ring alone knows it.
 	h.ctl(0).Store(0)
 	r := openRing(t, f.ring)
-	rep := NewWatchdog(h, WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
-	if rep.Dead != 0 || len(rep.RingRepairs) != 1 || rep.RingRepairs[0].Report.Requeued != 1 {
+	rep := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
+	if rep.Dead != 0 || len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Report.Requeued != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 	buf := make([]byte, 64)
 	if n, err := r.TryPop(buf); err != nil || string(buf[:n]) != "job-7" {
 		t.Fatalf("%q %v", buf[:n], err)
+	}
+}
+
+// failingQueue stands for a queue whose repair fails (its repair lock is
+// busy, say).
+type failingQueue struct{ id uint64 }
+
+func (q failingQueue) ID() uint64   { return q.id }
+func (q failingQueue) Path() string { return "failing" }
+func (q failingQueue) Repair() (transport.RepairReport, error) {
+	return transport.RepairReport{}, transport.ErrRepairBusy
+}
+
+// TestWatchdogKeepsSlotWhenRepairFails: the dead holder's queue was given
+// but its repair failed this scan, so the slot is kept (reclaiming) and the
+// decision names the queue; the dry run, which repairs nothing, would
+// reclaim it.
+func TestWatchdogKeepsSlotWhenRepairFails(t *testing.T) {
+	f, h, _ := holderSetup(t)
+	q := failingQueue{id: openRing(t, f.ring).ID()}
+	wd := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{q}})
+	if dry := wd.Scan(false); len(dry.Decisions) != 1 || dry.Decisions[0].Action != ActionReclaim {
+		t.Fatalf("dry run decisions %+v", dry.Decisions)
+	}
+	rep := wd.Scan(true)
+	if len(rep.Decisions) != 1 {
+		t.Fatalf("decisions %+v", rep.Decisions)
+	}
+	if d := rep.Decisions[0]; d.Action != ActionKeep || d.Why != KeepQueueNotRepaired || d.Queue != q.id || d.Reclaimed {
+		t.Fatalf("decision %+v", d)
+	}
+	if len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Err == "" || len(rep.Problems) != 2 || len(rep.Reclaimed) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if p, _ := h.Snapshot(0); p.State != "reclaiming" {
+		t.Fatalf("slot state %s", p.State)
 	}
 }
