@@ -5,8 +5,8 @@
 //
 // layout is formats only. It imports no other shmkit package, performs no I/O
 // and touches no atomics: it encodes, decodes and validates byte slices. The
-// packages that map files (shm) and operate on them (transport, sched) build on
-// it; inspectors (ringctl, hbdump) decode through it.
+// packages that map files (shm) and operate on them (transport, sched/*)
+// build on it; inspectors (ringctl, hbdump) decode through it.
 //
 // # The common header
 //

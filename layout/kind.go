@@ -14,8 +14,8 @@ const (
 	KindRing      Kind = 2 // bounded MPMC ring of fixed-size slots (transport)
 	KindDeque     Kind = 3 // work-stealing deque (transport)
 	KindHashMap   Kind = 4 // fixed-size key/value map (transport)
-	KindHeartbeat Kind = 5 // heartbeat table of participants (sched)
-	KindAllGather Kind = 6 // all-gather consensus rounds among N processes (sched)
+	KindHeartbeat Kind = 5 // heartbeat table of participants (sched/heartbeat)
+	KindAllGather Kind = 6 // all-gather consensus rounds among N processes (sched/gather)
 )
 
 var kindNames = map[Kind]string{

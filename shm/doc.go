@@ -4,7 +4,8 @@
 // identity with proof of death, and crash points for crash-safety tests.
 //
 // shm knows the common header (through package layout) but not what any
-// kind keeps after it: rings, deques and tables live in transport and sched.
+// kind keeps after it: rings, deques and tables live in transport and the
+// packages under sched/.
 //
 // # Files
 //

@@ -10,9 +10,9 @@
 //   - HashMap (kind 4): a fixed-capacity map of fixed-size keys and
 //     values; readers are lock-free and never see a torn value.
 //
-// Ring and Deque satisfy Queue, the push/pop interface the schedulers in
-// package sched ride on. Pick chooses a family from a workload's shape
-// and OpenQueue opens one.
+// Ring and Deque satisfy Queue, the push/pop interface the Pass scheduler
+// (package sched/pass) rides on. Pick chooses a family from a workload's
+// shape and OpenQueue opens one.
 //
 // All three are crash-safe in the same way: every slot or bucket an
 // operation takes is stamped, in the same atomic step, with the taker's
@@ -24,7 +24,7 @@
 // machines, the ordering arguments and a crash-window table per kind are
 // in docs/design.md; the byte layouts in docs/format.md.
 //
-// What transport is not: it does not schedule (sched does), does not lay
+// What transport is not: it does not schedule (sched/* does), does not lay
 // bytes out (layout does), and has no notion of processes beyond the
 // participant table (shm proves deaths).
 package transport

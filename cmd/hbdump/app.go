@@ -13,7 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -170,14 +170,14 @@ func (e *env) readOnce(c *cli.Context, path string) (tableView, *ringSet, error)
 }
 
 // openTable maps the heartbeat table: read-only unless write is set.
-func (e *env) openTable(path string, write bool) (*sched.Heartbeat, error) {
+func (e *env) openTable(path string, write bool) (*heartbeat.Table, error) {
 	opts := e.shmOpts()
 	if !write {
 		opts = append(opts, shm.ReadOnly())
 	}
-	var hb *sched.Heartbeat
+	var hb *heartbeat.Table
 	err := shm.Guard(func() (err error) {
-		hb, err = sched.OpenHeartbeat(path, opts...)
+		hb, err = heartbeat.Open(path, opts...)
 		return err
 	})
 	if err != nil {
@@ -196,7 +196,7 @@ func unusable(path string, err error) error {
 	if !strings.Contains(err.Error(), shm.Resolve(path)) {
 		err = fmt.Errorf("%s: %w", shm.Resolve(path), err)
 	}
-	if !cliutil.IsUnusable(err) && (errors.Is(err, sched.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt)) {
+	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt)) {
 		return cliutil.Exit(cliutil.ExitUnusable, err)
 	}
 	return err
@@ -207,14 +207,14 @@ type tableView struct {
 	Path     string
 	Capacity int
 	Leases   int // lease records per slot
-	Totals   sched.Totals
-	Parts    []sched.Participant
+	Totals   heartbeat.Totals
+	Parts    []heartbeat.Participant
 	Taken    time.Time
 }
 
 // readTable snapshots every slot and the totals under shm.Guard: a table
 // truncated underneath gives an error naming it, not a crash.
-func readTable(hb *sched.Heartbeat) (tableView, error) {
+func readTable(hb *heartbeat.Table) (tableView, error) {
 	v := tableView{Path: hb.Path(), Capacity: hb.Capacity(), Leases: hb.LeasesPerSlot(), Taken: time.Now()}
 	err := guard(hb.Path(), func() error {
 		v.Parts = hb.Snapshots()
@@ -333,16 +333,18 @@ func (r *ring) close() error {
 	return r.rh.Close()
 }
 
-// handles returns the open rings and deques, for the watchdog.
-func (rs *ringSet) handles() (rings []*transport.Ring, queues []sched.Repairable) {
+// handles returns the open rings and deques, for the watchdog: the rings
+// first, then the deques, each in the order given.
+func (rs *ringSet) handles() []heartbeat.Repairable {
+	var rings, deques []heartbeat.Repairable
 	for _, r := range rs.list {
 		if r.dh != nil {
-			queues = append(queues, r.dh)
+			deques = append(deques, r.dh)
 		} else {
 			rings = append(rings, r.rh)
 		}
 	}
-	return rings, queues
+	return append(rings, deques...)
 }
 
 // hasDeque reports whether a deque was given.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 )
 
@@ -47,7 +47,7 @@ func (e *env) create(c *cli.Context) error {
 	if err != nil || mode > 0o777 {
 		return cliutil.Usage("--mode: %q is not an octal permission mode such as 0600", c.String("mode"))
 	}
-	hb, err := sched.CreateHeartbeat(path, sched.HeartbeatConfig{Capacity: capacity, Leases: leases}, shm.WithMode(os.FileMode(mode)))
+	hb, err := heartbeat.Create(path, heartbeat.Config{Capacity: capacity, Leases: leases}, shm.WithMode(os.FileMode(mode)))
 	if err != nil {
 		return err
 	}

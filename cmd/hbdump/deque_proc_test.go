@@ -13,7 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -38,7 +38,7 @@ func TestHbdumpDequeHelperProcess(t *testing.T) {
 func dequeThief() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	hb, err := sched.OpenHeartbeat(os.Getenv("HB_TABLE"))
+	hb, err := heartbeat.Open(os.Getenv("HB_TABLE"))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -201,7 +201,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := copyFixture(t, dir, f.name)
-			hb, err := sched.OpenHeartbeat(path, shm.ReadOnly())
+			hb, err := heartbeat.Open(path, shm.ReadOnly())
 			if f.wantErr != nil {
 				if !errors.Is(err, f.wantErr) {
 					t.Fatalf("open: %v, want %v", err, f.wantErr)
@@ -361,12 +361,12 @@ func saveWithDeadPeer(t *testing.T, path, fixture string, peer int) uint64 {
 // the leases, unregisters the free ones, then edits the slots' bytes.
 func generateTable(t *testing.T, dir string, f fixture, jobsID, dequeID uint64) []byte {
 	path := filepath.Join(dir, f.name)
-	hb, err := sched.CreateHeartbeat(path, sched.HeartbeatConfig{Capacity: f.capacity, Leases: 4})
+	hb, err := heartbeat.Create(path, heartbeat.Config{Capacity: f.capacity, Leases: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hb.Close()
-	var members []*sched.Member
+	var members []*heartbeat.Member
 	for i, s := range f.slots {
 		if s.pristine {
 			break

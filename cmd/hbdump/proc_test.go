@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/proctest"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -39,7 +39,7 @@ func TestHbdumpHelperProcess(t *testing.T) {
 func participant() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	hb, err := sched.OpenHeartbeat(os.Getenv("HB_TABLE"))
+	hb, err := heartbeat.Open(os.Getenv("HB_TABLE"))
 	if err != nil {
 		return err
 	}

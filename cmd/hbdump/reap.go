@@ -5,11 +5,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -19,7 +20,7 @@ func (e *env) reapCommand() *cli.Command {
 		Usage:     "reclaim dead participants: requeue their leased messages and free their slots",
 		UsageText: "hbdump reap PATH [--ring R ...] [--apply] [--json]",
 		Description: "Without --apply, shows what would be done and changes nothing: exit 1 when there is\n" +
-			"something to reap, 0 when not. With --apply, runs the library's watchdog (sched.Watchdog):\n" +
+			"something to reap, 0 when not. With --apply, runs the library's watchdog (heartbeat.Watchdog):\n" +
 			"each --ring (a ring or a deque) is repaired, which requeues every lease of a dead\n" +
 			"participant of that file, and each dead participant whose leases are all in files given\n" +
 			"here is freed; one holding a lease in a file not given is kept (reclaiming) and reported.\n" +
@@ -36,7 +37,8 @@ func (e *env) reapCommand() *cli.Command {
 	})
 }
 
-// reapAction is what happens, or would, to one dead participant.
+// reapAction is what happens, or would, to one dead participant: the
+// watchdog's decision, as hbdump shows it.
 type reapAction struct {
 	Row       row
 	Plan      string // reclaim or keep
@@ -44,24 +46,31 @@ type reapAction struct {
 	Reclaimed bool
 }
 
-// planReap mirrors the watchdog's rule: a dead participant is freed when
-// every ring it holds leases in was given (and repaired).
-func planReap(rows []row, rings *ringSet) []reapAction {
+// actionsOf renders the watchdog's decisions, one per dead participant:
+// the library judges (heartbeat.Decision), hbdump only words it.
+func actionsOf(ds []heartbeat.Decision, stale time.Duration) []reapAction {
 	var out []reapAction
-	for _, r := range rows {
-		if r.Health != hDead {
-			continue
-		}
-		a := reapAction{Row: r, Plan: "reclaim"}
-		for _, l := range r.P.Leases {
-			if rings.lookup(l.Ring) == nil {
-				a.Plan, a.Why = "keep", fmt.Sprintf("lease in ring %016x, which was not given with --ring", l.Ring)
-				break
-			}
+	for _, d := range ds {
+		a := reapAction{Row: newRow(d.Participant, stale), Plan: d.Action.String(), Reclaimed: d.Reclaimed}
+		if d.Action == heartbeat.ActionKeep {
+			a.Why = keepText(d)
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// keepText says why the watchdog keeps a dead participant's slot.
+func keepText(d heartbeat.Decision) string {
+	switch d.Why {
+	case heartbeat.KeepQueueNotGiven:
+		return fmt.Sprintf("lease in ring %016x, which was not given with --ring", d.Queue)
+	case heartbeat.KeepQueueNotRepaired:
+		return fmt.Sprintf("lease in ring %016x, whose repair failed", d.Queue)
+	case heartbeat.KeepSlotChanged:
+		return "the slot changed during the scan (another watchdog has it)"
+	}
+	return d.Why.String()
 }
 
 // ringOutcome is one --ring (a ring or a deque): what its scan found
@@ -70,7 +79,7 @@ type ringOutcome struct {
 	Ring     *ring
 	Orphans  map[transport.SlotProblem]int
 	Owner    string // a deque's owner before: none, alive or dead; "" for a ring
-	Repaired *sched.RingRepair
+	Repaired *heartbeat.QueueRepair
 }
 
 type jsonReap struct {
@@ -148,21 +157,13 @@ func (e *env) reap(c *cli.Context) error {
 		}
 	}
 
-	ringHandles, queues := rings.handles()
-	wd := sched.NewWatchdog(hb, sched.WatchdogConfig{Stale: stale, Rings: ringHandles, Queues: queues})
-	var rep sched.WatchReport
+	wd := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Stale: stale, Queues: rings.handles()})
+	var rep heartbeat.WatchReport
 	if err := guard(hb.Path(), func() error { rep = wd.Scan(apply); return nil }); err != nil {
 		return err
 	}
-	actions := planReap(rowsOf(rep.Participants, stale, false), rings)
-	reclaimed := map[int]bool{}
-	for _, p := range rep.Reclaimed {
-		reclaimed[p.Slot] = true
-	}
-	for i := range actions {
-		actions[i].Reclaimed = reclaimed[actions[i].Row.P.Slot]
-	}
-	for _, rr := range rep.RingRepairs {
+	actions := actionsOf(rep.Decisions, stale)
+	for _, rr := range rep.QueueRepairs {
 		for i := range outcomes {
 			if outcomes[i].Ring.ID == rr.ID {
 				outcomes[i].Repaired = &rr

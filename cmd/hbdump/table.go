@@ -13,7 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 )
 
@@ -30,13 +30,13 @@ const (
 
 // row is one slot as every command shows it.
 type row struct {
-	P      sched.Participant
+	P      heartbeat.Participant
 	Health string
 	Reason string // why dead, stale or corrupt; notes on the others
 }
 
 // newRow classifies a snapshot with the stale threshold.
-func newRow(p sched.Participant, stale time.Duration) row {
+func newRow(p heartbeat.Participant, stale time.Duration) row {
 	r := row{P: p}
 	switch p.State {
 	case "free", "claiming", "active", "reclaiming":
@@ -100,7 +100,7 @@ func lastExitText(e layout.LastExit) string {
 }
 
 // rowsOf classifies every snapshot; free slots only when all is set.
-func rowsOf(parts []sched.Participant, stale time.Duration, all bool) []row {
+func rowsOf(parts []heartbeat.Participant, stale time.Duration, all bool) []row {
 	var out []row
 	for _, p := range parts {
 		r := newRow(p, stale)
@@ -121,7 +121,7 @@ type counts struct {
 	Corrupt int `json:"corrupt"`
 }
 
-func countOf(parts []sched.Participant, stale time.Duration) counts {
+func countOf(parts []heartbeat.Participant, stale time.Duration) counts {
 	var c counts
 	for _, p := range parts {
 		switch newRow(p, stale).Health {
@@ -205,7 +205,7 @@ func healthColour(h string) string {
 // maxLeasesShown bounds the LEASES cell; JSON lists every lease.
 const maxLeasesShown = 3
 
-func leasesCell(p sched.Participant, rings *ringSet) string {
+func leasesCell(p heartbeat.Participant, rings *ringSet) string {
 	var parts []string
 	for i, l := range p.Leases {
 		if i == maxLeasesShown {
@@ -222,7 +222,7 @@ func leasesCell(p sched.Participant, rings *ringSet) string {
 
 // leaseText names a lease: RING@POSITION dN when its ring was given with
 // --ring, else the ring id and the slot and lap.
-func leaseText(l sched.LeaseInfo, rings *ringSet) string {
+func leaseText(l heartbeat.LeaseInfo, rings *ringSet) string {
 	if r := rings.lookup(l.Ring); r != nil {
 		return fmt.Sprintf("%s@%d d%d", r.Name, position(l, r), l.Deliveries)
 	}
@@ -230,7 +230,7 @@ func leaseText(l sched.LeaseInfo, rings *ringSet) string {
 }
 
 // position is the lease's position in its ring: lap x capacity + slot.
-func position(l sched.LeaseInfo, r *ring) uint64 {
+func position(l heartbeat.LeaseInfo, r *ring) uint64 {
 	return uint64(l.Lap)*r.Capacity + uint64(l.Slot)
 }
 
@@ -276,7 +276,7 @@ func startedText(r row) string {
 // time plus its start ticks (USER_HZ, 100 a second on Linux). Unknown for
 // a start of 0, a record from an earlier boot, or when /proc/stat has no
 // btime.
-func startTime(p sched.Participant) (time.Time, bool) {
+func startTime(p heartbeat.Participant) (time.Time, bool) {
 	boot, ok := bootTime()
 	if !ok || p.ID.Start == 0 || p.Verdict.Reason == "recorded in an earlier boot" || p.ID.Start > 1<<39 {
 		return time.Time{}, false
@@ -360,7 +360,7 @@ type jsonTotals struct {
 	Reclaimed    uint64 `json:"reclaimed"`
 }
 
-func totalsJSON(t sched.Totals) jsonTotals {
+func totalsJSON(t heartbeat.Totals) jsonTotals {
 	return jsonTotals{Registered: t.Registered, Unregistered: t.Unregistered, Reclaimed: t.Reclaimed}
 }
 
@@ -384,7 +384,7 @@ func participantJSON(r row, rings *ringSet) jsonParticipant {
 	return j
 }
 
-func leasesJSON(ls []sched.LeaseInfo, rings *ringSet) []jsonLease {
+func leasesJSON(ls []heartbeat.LeaseInfo, rings *ringSet) []jsonLease {
 	out := make([]jsonLease, 0, len(ls))
 	for _, l := range ls {
 		j := jsonLease{RingID: fmt.Sprintf("%016x", l.Ring), Slot: l.Slot, Lap: l.Lap, Deliveries: l.Deliveries, Held: seconds(l.Held)}

@@ -17,30 +17,30 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 )
 
 // Canned snapshots for the renderer. Start 0 keeps STARTED empty (it
 // depends on the machine's boot time).
-func alive(slot int, pid int32, label string, beat time.Duration) sched.Participant {
-	return sched.Participant{Slot: slot, State: "active", ID: shm.ProcessID{PID: pid}, Label: label, BeatAge: beat,
+func alive(slot int, pid int32, label string, beat time.Duration) heartbeat.Participant {
+	return heartbeat.Participant{Slot: slot, State: "active", ID: shm.ProcessID{PID: pid}, Label: label, BeatAge: beat,
 		Verdict: shm.Verdict{State: shm.ProcAlive, Reason: "alive"}}
 }
 
-func dead(p sched.Participant, reason string) sched.Participant {
+func dead(p heartbeat.Participant, reason string) heartbeat.Participant {
 	p.Verdict = shm.Verdict{State: shm.ProcGone, Dead: true, Reason: reason}
 	return p
 }
 
-func free(slot int, exit layout.LastExit) sched.Participant {
-	return sched.Participant{Slot: slot, State: "free", LastExit: exit}
+func free(slot int, exit layout.LastExit) heartbeat.Participant {
+	return heartbeat.Participant{Slot: slot, State: "free", LastExit: exit}
 }
 
-func frameView(parts ...sched.Participant) tableView {
+func frameView(parts ...heartbeat.Participant) tableView {
 	return tableView{Path: "/dev/shm/cluster", Capacity: len(parts), Leases: 4, Parts: parts,
 		Taken:  time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
-		Totals: sched.Totals{Registered: 5, Unregistered: 1, Reclaimed: 1}}
+		Totals: heartbeat.Totals{Registered: 5, Unregistered: 1, Reclaimed: 1}}
 }
 
 // TestWatchRendererFrames feeds the renderer a sequence of snapshots: a
@@ -48,9 +48,9 @@ func frameView(parts ...sched.Participant) tableView {
 // one goes stale.
 func TestWatchRendererFrames(t *testing.T) {
 	opts := watchOptions{Stale: 5 * time.Second, Interval: time.Second}
-	lease := sched.LeaseInfo{Ring: foreignRing, Slot: 3, Lap: 2, Deliveries: 1}
+	lease := heartbeat.LeaseInfo{Ring: foreignRing, Slot: 3, Lap: 2, Deliveries: 1}
 	withLease := alive(1, 101, "worker-b", 300*time.Millisecond)
-	withLease.Leases = []sched.LeaseInfo{lease}
+	withLease.Leases = []heartbeat.LeaseInfo{lease}
 	frames := []tableView{
 		frameView(alive(0, 100, "worker-a", 100*time.Millisecond), withLease, free(2, layout.LastExit{}), free(3, layout.LastExit{})),
 		// worker-b dies holding its lease; worker-c registers.

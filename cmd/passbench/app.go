@@ -165,8 +165,8 @@ func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			"   [--inflight K] [--payload B] [--capacity N] [--chaos N [--seed S]] [--json] [--plot FILE] [--timeout D]",
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: fmt.Sprintf("worker processes, each a sched.Start executing passes (at most %d)", maxPassWorkers)},
-			&cli.IntFlag{Name: "threads", Value: 1, Usage: "worker goroutines in each worker process (PassConfig.Workers)"},
+			&cli.IntFlag{Name: "workers", Value: 2, Usage: fmt.Sprintf("worker processes, each a pass.Start executing passes (at most %d)", maxPassWorkers)},
+			&cli.IntFlag{Name: "threads", Value: 1, Usage: "worker goroutines in each worker process (pass.Config.Workers)"},
 			&cli.IntFlag{Name: "submitters", Value: 1, Usage: "submitter processes; 0: the parent submits, from the goroutine that collects"},
 			&cli.Int64Flag{Name: "passes", Usage: "passes in all", DefaultText: fmt.Sprintf("%d unless --duration", defaultPasses)},
 			&cli.DurationFlag{Name: "duration", Usage: "submitters submit for this long instead of a count", DefaultText: "none"},

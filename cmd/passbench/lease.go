@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -205,8 +205,8 @@ func (l *linkedFile) close() error {
 // nil): the deque stamps every lease with its holder's participant entry,
 // which proves the holder dead, and its Repair returns the lease.
 type leaseKit struct {
-	hb     *sched.Heartbeat
-	member *sched.Member
+	hb     *heartbeat.Table
+	member *heartbeat.Member
 	seen   *sharedSeen
 
 	stopBeat chan struct{}
@@ -224,7 +224,7 @@ func openLeaseKit(j *job) (*leaseKit, error) {
 		}
 		return &leaseKit{seen: seen}, nil
 	}
-	hb, err := sched.OpenHeartbeat(j.Heartbeat)
+	hb, err := heartbeat.Open(j.Heartbeat)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func consumeLeased(j *job, e leaser, k *leaseKit, line ctlLineWords) (*report, e
 		if err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
-		var ref sched.LeaseRef
+		var ref heartbeat.LeaseRef
 		rerr := errNoTable
 		if k.member != nil {
 			ref, rerr = k.member.RecordLease(fileID, l.Slot(), l.Lap(), l.Deliveries)
@@ -371,7 +371,7 @@ var errNoTable = errors.New("no heartbeat table")
 // which returns the leases of any thief proven dead (they are taken again
 // before anything newer) and frees its participant entry.
 type leaseWatch struct {
-	wd    *sched.Watchdog
+	wd    *heartbeat.Watchdog
 	ring  *transport.Ring
 	deque *transport.Deque // instead of wd and ring
 
@@ -384,8 +384,8 @@ type leaseWatch struct {
 	done   chan struct{}
 }
 
-func newLeaseWatch(hb *sched.Heartbeat, r *transport.Ring) *leaseWatch {
-	return &leaseWatch{wd: sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}), ring: r}
+func newLeaseWatch(hb *heartbeat.Table, r *transport.Ring) *leaseWatch {
+	return &leaseWatch{wd: heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}), ring: r}
 }
 
 func newDequeWatch(d *transport.Deque) *leaseWatch { return &leaseWatch{deque: d} }

@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
+	"github.com/shmkit/shmkit/sched/pass"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
 
-// `passbench pass` puts load on the sched Pass scheduler end to end:
+// `passbench pass` puts load on the Pass scheduler (sched/pass) end to end:
 // submitter processes submit passes, worker processes (each a
-// sched.Start with --threads worker goroutines) execute them, and the
+// pass.Start with --threads worker goroutines) execute them, and the
 // parent collects every result from the one result ring (only one process
 // may collect there) and matches it to its pass by the submitter id and
 // sequence number the pass carries. With --submitters 0 the parent
@@ -151,27 +152,27 @@ func (s *passSpec) perSubmitter() []int64 {
 
 // passJob is what a pass worker or submitter process gets.
 type passJob struct {
-	Role      string                `json:"role"`
-	Index     int                   `json:"index"` // line in the control file
-	ID        int                   `json:"id"`
-	Lines     int                   `json:"lines"` // in the control file
-	Control   string                `json:"control"`
-	Submit    string                `json:"submit"`
-	Result    string                `json:"result"`
-	Heartbeat string                `json:"heartbeat"`
-	Ring      transport.RingConfig  `json:"ring"`
-	HB        sched.HeartbeatConfig `json:"hb"`
-	Threads   int                   `json:"threads,omitempty"`
-	Payload   int                   `json:"payload"`
-	Per       []int64               `json:"per,omitempty"` // passes each submitter submits; nil: timed
-	Inflight  int                   `json:"inflight,omitempty"`
-	Corrupt   *corruptAt            `json:"corrupt,omitempty"`
+	Role      string               `json:"role"`
+	Index     int                  `json:"index"` // line in the control file
+	ID        int                  `json:"id"`
+	Lines     int                  `json:"lines"` // in the control file
+	Control   string               `json:"control"`
+	Submit    string               `json:"submit"`
+	Result    string               `json:"result"`
+	Heartbeat string               `json:"heartbeat"`
+	Ring      transport.RingConfig `json:"ring"`
+	HB        heartbeat.Config     `json:"hb"`
+	Threads   int                  `json:"threads,omitempty"`
+	Payload   int                  `json:"payload"`
+	Per       []int64              `json:"per,omitempty"` // passes each submitter submits; nil: timed
+	Inflight  int                  `json:"inflight,omitempty"`
+	Corrupt   *corruptAt           `json:"corrupt,omitempty"`
 }
 
 // passConfig is the scheduler configuration every process of the run
 // uses: the same geometry everywhere, or opening a file fails.
-func (j *passJob) passConfig(workers int, reg *sched.Registry, label string) sched.PassConfig {
-	return sched.PassConfig{SubmitPath: j.Submit, ResultPath: j.Result, HeartbeatPath: j.Heartbeat,
+func (j *passJob) passConfig(workers int, reg *pass.Registry, label string) pass.Config {
+	return pass.Config{SubmitPath: j.Submit, ResultPath: j.Result, HeartbeatPath: j.Heartbeat,
 		Ring: j.Ring, Heartbeat: j.HB, Workers: workers, Registry: reg, Label: label}
 }
 
@@ -213,9 +214,9 @@ func passChildMain(jobJSON string) error {
 // passWorkerMain executes passes until the parent says stop, then stops
 // the scheduler gracefully (passes in flight finish) and reports.
 func passWorkerMain(j *passJob, ctl *control) (*report, error) {
-	reg := sched.NewRegistry()
+	reg := pass.NewRegistry()
 	reg.Register(closureCheckEcho, checkEcho)
-	s, err := sched.Start(j.passConfig(j.Threads, reg, fmt.Sprintf("pb-worker-%d", j.ID)))
+	s, err := pass.Start(j.passConfig(j.Threads, reg, fmt.Sprintf("pb-worker-%d", j.ID)))
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func submitterMain(j *passJob, ctl *control) (*report, error) {
 		return nil, err
 	}
 	defer r.Close()
-	sub := sched.NewSubmitter(r)
+	sub := pass.NewSubmitter(r)
 	ctl.markReady(j.Index)
 	ctx := context.Background()
 	_, deadline, err := ctl.awaitGo(ctx)
@@ -370,7 +371,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 			SlotSize:     transport.SlotSizeFor(s.Payload + submitHeaderBytes),
 			Participants: uint32(max(64, W+S+s.Chaos+4)),
 		},
-		HB: sched.HeartbeatConfig{Capacity: max(64, W+s.Chaos+4), Leases: max(16, s.Threads)}}
+		HB: heartbeat.Config{Capacity: max(64, W+s.Chaos+4), Leases: max(16, s.Threads)}}
 	if s.Chaos > 0 {
 		base.Ring.DeliveryLimit = leaseDeliveryLimit
 	}
@@ -391,7 +392,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 	// --chaos its watchdog reclaims killed workers every watchEvery.
 	cfg := base.passConfig(0, nil, "passbench")
 	cfg.Watchdog, cfg.WatchdogInterval = s.Chaos > 0, watchEvery
-	ps, err := sched.Start(cfg)
+	ps, err := pass.Start(cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -574,7 +575,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 	return res, nil
 }
 
-// submitHeaderBytes is the pass wire format's submit header (sched's
+// submitHeaderBytes is the pass wire format's submit header (package pass's
 // submitHeader): MaxArgs(n) = n - 14.
 const submitHeaderBytes = 14
 
@@ -604,7 +605,7 @@ type passCollector struct {
 // selfSubmitter is the parent submitting (--submitters 0): before each
 // receive it tops the passes in flight up to window.
 type selfSubmitter struct {
-	sub      *sched.Submitter
+	sub      *pass.Submitter
 	msg      []byte
 	seq      uint64 // passes submitted
 	limit    uint64
@@ -646,7 +647,7 @@ func (p *selfSubmitter) fill(ctx context.Context, c *passCollector) error {
 }
 
 // collect receives results until every pass has one, or ctx ends.
-func (c *passCollector) collect(ctx context.Context, col *sched.Collector) error {
+func (c *passCollector) collect(ctx context.Context, col *pass.Collector) error {
 	for {
 		if c.self != nil {
 			if err := c.self.fill(ctx, c); err != nil {
@@ -669,7 +670,7 @@ func (c *passCollector) collect(ctx context.Context, col *sched.Collector) error
 				return cause
 			}
 		}
-		if err != nil && !errors.Is(err, sched.ErrMalformed) {
+		if err != nil && !errors.Is(err, pass.ErrMalformed) {
 			return err
 		}
 		c.take(r, err, now)
@@ -677,7 +678,7 @@ func (c *passCollector) collect(ctx context.Context, col *sched.Collector) error
 }
 
 // take accounts for one result received at now.
-func (c *passCollector) take(r sched.PassResult, err error, now int64) {
+func (c *passCollector) take(r pass.Result, err error, now int64) {
 	c.received.Add(1)
 	if err == nil {
 		err = r.Err()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -275,7 +275,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 type leasedRun struct {
 	f       *fleet
 	ln      lane             // a ring or a deque
-	hb      *sched.Heartbeat // ring only
+	hb      *heartbeat.Table // ring only
 	seen    *sharedSeen
 	watch   *leaseWatch
 	base    job
@@ -295,7 +295,7 @@ func newLeasedRun(f *fleet, base *job, ln lane, s runSpec) (*leasedRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		hb, err := sched.CreateHeartbeat(name, sched.HeartbeatConfig{Capacity: max(64, s.Consumers+s.Chaos+2)})
+		hb, err := heartbeat.Create(name, heartbeat.Config{Capacity: max(64, s.Consumers+s.Chaos+2)})
 		if err != nil {
 			return nil, err
 		}

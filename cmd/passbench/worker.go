@@ -8,7 +8,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/pass"
 )
 
 // Worker roles.
@@ -53,7 +53,7 @@ type report struct {
 	Last     int64  `json:"last,omitempty"`     // ... and of the last
 
 	// A pass worker's counters.
-	Pass *sched.PassStats `json:"pass,omitempty"`
+	Pass *pass.Stats `json:"pass,omitempty"`
 
 	// A consumer's received set and latencies, in memory and on the wire.
 	seen     *seenSet

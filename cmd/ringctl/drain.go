@@ -20,7 +20,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -98,7 +98,7 @@ type drainer struct {
 	print   bool // print each message
 	lease   bool // ack only after handling
 	cmd     string
-	member  *sched.Member
+	member  *heartbeat.Member
 	failed  int // messages whose command failed
 	handled int
 }
@@ -402,9 +402,9 @@ func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := sched.OpenHeartbeat(hb, opts...)
+	t, err := heartbeat.Open(hb, opts...)
 	if errors.Is(err, shm.ErrNotExist) {
-		t, _, err = sched.OpenOrCreateHeartbeat(hb, sched.HeartbeatConfig{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
+		t, _, err = heartbeat.OpenOrCreate(hb, heartbeat.Config{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
 	}
 	if err != nil {
 		return nil, fileErr(hb, err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -311,7 +311,7 @@ func buildRing(t testing.TB, dir string) []byte {
 
 func buildHeartbeat(t testing.TB, dir string) []byte {
 	path := filepath.Join(dir, "gen-hb")
-	hb, err := sched.CreateHeartbeat(path, sched.HeartbeatConfig{Capacity: 2, Leases: 1})
+	hb, err := heartbeat.Create(path, heartbeat.Config{Capacity: 2, Leases: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func cause(path string, err error) string {
 
 // strip removes the library's package prefixes from a message.
 func strip(msg string) string {
-	for _, p := range []string{"layout: ", "shm: ", "transport: ", "sched: "} {
+	for _, p := range []string{"layout: ", "shm: ", "transport: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg

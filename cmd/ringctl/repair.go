@@ -13,7 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/sched"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -186,13 +186,13 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	}
 	defer r.Close()
 	defer reg.Close()
-	var hb *sched.Heartbeat
+	var hb *heartbeat.Table
 	if hbPath != "" {
 		opts, err := cliutil.OpenOptions(c)
 		if err != nil {
 			return rep, err
 		}
-		if hb, err = sched.OpenHeartbeat(hbPath, append(opts, shm.ReadOnly())...); err != nil {
+		if hb, err = heartbeat.Open(hbPath, append(opts, shm.ReadOnly())...); err != nil {
 			return rep, fileErr(hbPath, err)
 		}
 		defer hb.Close()
@@ -212,7 +212,7 @@ func planRepair(c *cli.Context, path, hbPath string) (repairReport, error) {
 	}
 	if hb != nil {
 		if err := guard(hbPath, func() error {
-			wr := sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(false)
+			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(false)
 			planMembers(&rep, r.ID(), wr)
 			return nil
 		}); err != nil {
@@ -309,11 +309,11 @@ func lockHolder(reg *shm.Region, l *layout.RingLayout, scan transport.ScanReport
 	return lock.index
 }
 
-func planMembers(rep *repairReport, ringID uint64, wr sched.WatchReport) {
-	for _, p := range wr.Participants {
-		if p.Health(0) != "dead" {
-			continue
-		}
+// planMembers renders the watchdog's dry-run decisions about the table's
+// dead members: the library judges, ringctl words it.
+func planMembers(rep *repairReport, ringID uint64, wr heartbeat.WatchReport) {
+	for _, d := range wr.Decisions {
+		p := d.Participant
 		a := repairAction{Target: fmt.Sprintf("heartbeat.slot[%d]", p.Slot), Kind: "dead_member", PID: p.ID.PID, Action: actReclaim}
 		other := 0
 		for _, l := range p.Leases {
@@ -323,7 +323,7 @@ func planMembers(rep *repairReport, ringID uint64, wr sched.WatchReport) {
 		}
 		a.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
 			p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(len(p.Leases), "lease", "leases"))
-		if other > 0 {
+		if d.Action == heartbeat.ActionKeep {
 			a.Action = actNone
 			a.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s): kept, %s in other rings (a watchdog given those rings reclaims it)",
 				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(other, "lease is", "leases are"))
@@ -353,18 +353,18 @@ func applyRepair(c *cli.Context, path, hbPath string, rep *repairReport) error {
 		if err != nil {
 			return err
 		}
-		hb, err := sched.OpenHeartbeat(hbPath, opts...)
+		hb, err := heartbeat.Open(hbPath, opts...)
 		if err != nil {
 			return fileErr(hbPath, err)
 		}
 		defer hb.Close()
-		wr := sched.NewWatchdog(hb, sched.WatchdogConfig{Rings: []*transport.Ring{r}}).Scan(true)
+		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(true)
 		for _, p := range wr.Reclaimed {
 			res.Reclaimed = append(res.Reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, Label: p.Label, Reason: p.Verdict.Reason})
 		}
 		res.Problems = append(res.Problems, wr.Problems...)
-		if len(wr.RingRepairs) > 0 {
-			rr, repaired = wr.RingRepairs[0].Report, wr.RingRepairs[0].Err == ""
+		if len(wr.QueueRepairs) > 0 {
+			rr, repaired = wr.QueueRepairs[0].Report, wr.QueueRepairs[0].Err == ""
 		}
 	}
 	if !repaired {

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,6 +130,47 @@ func (c *Child) MustSucceed(t testing.TB) {
 		out, errOut := c.Output()
 		t.Fatalf("child %v failed: %v\nstdout:\n%s\nstderr:\n%s", c.Cmd.Args, err, out, errOut)
 	}
+}
+
+// WaitLine waits until the child has printed a line starting with prefix
+// and returns that line. The test fails if the child exits first, or after
+// 30 seconds.
+func (c *Child) WaitLine(t testing.TB, prefix string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := c.Output()
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		}
+		select {
+		case <-c.Done():
+			out, errOut := c.Output()
+			t.Fatalf("child exited before printing %q: %v\n%s\n%s", prefix, c.Wait(), out, errOut)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Fatalf("child never printed %q", prefix)
+	return ""
+}
+
+// WaitKilled waits for the child and fails the test unless it was killed
+// (as a child armed with a crash point kills itself at point).
+func (c *Child) WaitKilled(t testing.TB, point string) {
+	t.Helper()
+	if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		out, errOut := c.Output()
+		t.Fatalf("child did not die at %s: %v\n%s\n%s", point, err, out, errOut)
+	}
+}
+
+// Stop sends SIGTERM and fails the test unless the child then exits 0.
+func (c *Child) Stop(t testing.TB) {
+	t.Helper()
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	c.MustSucceed(t)
 }
 
 type lockedWriter struct {

@@ -1,0 +1,60 @@
+package heartbeat
+
+import (
+	"testing"
+
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// Crash points of the heartbeat table and the watchdog: a real process
+// dies at each, and a watchdog scan recovers.
+
+// TestHeartbeatRegisterCrash: a process killed while registering leaves a
+// claiming slot; a watchdog proves the pid gone and frees it.
+func TestHeartbeatRegisterCrash(t *testing.T) {
+	f := newTestFiles(t)
+	h, err := Create(f.hb, Config{Capacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c := startChild(t, f, "register", shm.CrashPointEnv+"=hb.register.after-claim")
+	c.WaitKilled(t, "hb.register.after-claim")
+	if p, _ := h.Snapshot(0); p.State != "claiming" || p.Health(0) != "dead" {
+		t.Fatalf("slot %+v", p)
+	}
+	if _, err := h.Register("x"); err == nil {
+		t.Fatal("registered into a table whose only slot is claimed")
+	}
+	if rep := NewWatchdog(h, WatchdogConfig{}).Scan(true); len(rep.Reclaimed) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := h.Register("x"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchdogCrashBeforeFree: a watchdog dies after requeueing a dead
+// holder's lease but before freeing its slot. The next scan finishes the
+// job, and the message is in the ring exactly once.
+func TestWatchdogCrashBeforeFree(t *testing.T) {
+	f, h, _ := holderSetup(t)
+	c := startChild(t, f, "watchdog", shm.CrashPointEnv+"=hb.reclaim.before-free")
+	c.WaitKilled(t, "hb.reclaim.before-free")
+	if p, _ := h.Snapshot(0); p.State != "reclaiming" {
+		t.Fatalf("slot %+v", p)
+	}
+	r := openRing(t, f.ring)
+	rep := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
+	if len(rep.Reclaimed) != 1 || len(rep.Problems) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	buf := make([]byte, 64)
+	if n, err := r.TryPop(buf); err != nil || string(buf[:n]) != "job-7" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+	if _, err := r.TryPop(buf); err != transport.ErrEmpty {
+		t.Fatalf("message requeued twice: %v", err)
+	}
+}

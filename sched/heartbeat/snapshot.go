@@ -1,0 +1,141 @@
+package heartbeat
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
+)
+
+// LeaseInfo is one lease a participant has recorded.
+type LeaseInfo struct {
+	Ring       uint64 // layout.FileID of the ring
+	Slot       uint32
+	Lap        uint32
+	Deliveries int
+	Held       time.Duration // since the claim
+}
+
+// Participant is a snapshot of one heartbeat slot, with a liveness verdict.
+type Participant struct {
+	Slot       int
+	State      string // free, claiming, active, reclaiming
+	Gen        uint32
+	ID         shm.ProcessID
+	Label      string
+	Registered time.Time
+	BeatAge    time.Duration // since the last beat (CLOCK_MONOTONIC)
+	Leases     []LeaseInfo
+	Unstable   bool // a lease record kept changing while it was read
+	LastExit   layout.LastExit
+	Verdict    shm.Verdict // for claiming, active and reclaiming slots
+
+	ctl uint64 // the ctl word this snapshot was taken from
+}
+
+// Health classifies a snapshot: "free", "dead" (proven), "stale" (alive
+// but not beating within stale; stale <= 0 disables it), "alive", or
+// "corrupt" for a slot state the format does not define.
+func (p Participant) Health(stale time.Duration) string {
+	switch {
+	case p.State == "free":
+		return "free"
+	case p.State != "claiming" && p.State != "active" && p.State != "reclaiming":
+		return "corrupt"
+	case p.Verdict.Dead:
+		return "dead"
+	case p.State == "active" && stale > 0 && p.BeatAge > stale:
+		return "stale"
+	}
+	return "alive"
+}
+
+// Snapshot reads slot i. It writes nothing, so inspectors may call it on a
+// read-only mapping while the table is in use.
+func (h *Table) Snapshot(i int) (Participant, error) {
+	if i < 0 || uint64(i) >= h.lay.Capacity {
+		return Participant{}, fmt.Errorf("%w: %s: slot %d of %d", ErrInvalidConfig, h.Path(), i, h.lay.Capacity)
+	}
+	return h.snapshot(uint64(i), shm.MonoNow()), nil
+}
+
+// Snapshots reads every slot.
+func (h *Table) Snapshots() []Participant {
+	now := shm.MonoNow()
+	out := make([]Participant, h.lay.Capacity)
+	for i := range out {
+		out[i] = h.snapshot(uint64(i), now)
+	}
+	return out
+}
+
+func (h *Table) snapshot(i uint64, now int64) Participant {
+	base := h.lay.SlotOff(i)
+	v := h.ctl(i).Load()
+	c := layout.UnpackPeer(v)
+	p := Participant{Slot: int(i), State: layout.HBStateName(c.State), Gen: c.Gen, ctl: v,
+		LastExit: layout.UnpackLastExit(h.area.U64(base + layout.HBSlotLastExit).Load())}
+	if c.State == layout.HBFree {
+		return p
+	}
+	p.ID = shm.ProcessID{PID: int32(c.PID), Start: h.area.U64(base + layout.HBSlotStart).Load()}
+	label := h.area[base+layout.HBSlotLabel : base+layout.HBSlotLabel+layout.HBLabelSize]
+	if n := bytes.IndexByte(label, 0); n >= 0 {
+		label = label[:n]
+	}
+	p.Label = string(label)
+	if ns := int64(h.area.U64(base + layout.HBSlotRegistered).Load()); ns > 0 {
+		p.Registered = time.Unix(0, ns)
+	}
+	if beat := int64(h.area.U64(base + layout.HBSlotBeat).Load()); beat > 0 && beat <= now {
+		p.BeatAge = time.Duration(now - beat)
+	}
+	for j := uint64(0); j < h.lay.Leases; j++ {
+		l, ok, stable := h.readLease(i, j, now)
+		p.Unstable = p.Unstable || !stable
+		if ok {
+			p.Leases = append(p.Leases, l)
+		}
+	}
+	switch c.State {
+	case layout.HBClaiming, layout.HBActive, layout.HBReclaiming:
+		p.Verdict = shm.Judge(p.ID.PID, p.ID.Start, h.area.U64(base+layout.HBSlotBoot).Load(), c.State != layout.HBClaiming)
+		if c.State == layout.HBReclaiming {
+			p.Verdict.Dead = true
+		}
+	default:
+		p.Verdict = shm.Verdict{Reason: "corrupt state"}
+	}
+	return p
+}
+
+// readLease reads one lease record under its seqlock: a few tries, then
+// reported unstable rather than spinning on a writer that may be dead.
+func (h *Table) readLease(i, j uint64, now int64) (l LeaseInfo, ok, stable bool) {
+	off := h.lay.LeaseOff(i, j)
+	ver := h.area.U32(off + layout.HBLeaseVersion)
+	for try := 0; try < 8; try++ {
+		v1 := ver.Load()
+		if v1&1 != 0 {
+			continue
+		}
+		ring := h.area.U64(off + layout.HBLeaseRing).Load()
+		pos := h.area.U64(off + layout.HBLeasePos).Load()
+		deliveries := h.area.U32(off + layout.HBLeaseDeliveries).Load()
+		claimed := int64(h.area.U64(off + layout.HBLeaseClaimed).Load())
+		if ver.Load() != v1 {
+			continue
+		}
+		if ring == 0 {
+			return l, false, true
+		}
+		l = LeaseInfo{Ring: ring, Slot: uint32(pos), Lap: uint32(pos >> 32), Deliveries: int(deliveries)}
+		if claimed > 0 && claimed <= now {
+			l.Held = time.Duration(now - claimed)
+		}
+		return l, true, true
+	}
+	return l, false, false
+}

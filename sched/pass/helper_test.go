@@ -1,0 +1,140 @@
+package pass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shmkit/shmkit/internal/proctest"
+	"github.com/shmkit/shmkit/sched/heartbeat"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+const passHelper = "TestPassHelperProcess"
+
+// Closures every test process registers.
+const (
+	closureEcho      = 1 // returns its arguments
+	closureFail      = 2 // fails with "boom: ARGS"
+	closureCrash     = 3 // crash point test.pass.executing, then echo
+	closureLongError = 4 // fails with a 200-byte message
+	closureBigResult = 5 // returns 100 bytes
+)
+
+func testRegistry() *Registry {
+	r := NewRegistry()
+	r.Register(closureEcho, func(a []byte) ([]byte, error) { return a, nil })
+	r.Register(closureFail, func(a []byte) ([]byte, error) { return nil, fmt.Errorf("boom: %s", a) })
+	r.Register(closureCrash, func(a []byte) ([]byte, error) {
+		shm.CrashPoint("test.pass.executing")
+		return a, nil
+	})
+	r.Register(closureLongError, func(a []byte) ([]byte, error) { return nil, errors.New(strings.Repeat("e", 200)) })
+	r.Register(closureBigResult, func(a []byte) ([]byte, error) { return make([]byte, 100), nil })
+	return r
+}
+
+// schedFiles names the three files of one test's scheduler.
+type schedFiles struct{ submit, result, hb string }
+
+func newSchedFiles(t testing.TB) schedFiles {
+	t.Helper()
+	base := filepath.Join(shm.DefaultDir, fmt.Sprintf("shmkit-pass-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	f := schedFiles{submit: base + "-submit", result: base + "-result", hb: base + "-hb"}
+	t.Cleanup(func() {
+		os.Remove(f.submit)
+		os.Remove(f.result)
+		os.Remove(f.hb)
+	})
+	return f
+}
+
+func (f schedFiles) env() []string {
+	return []string{"SCHED_SUBMIT=" + f.submit, "SCHED_RESULT=" + f.result, "SCHED_HB=" + f.hb}
+}
+
+func (f schedFiles) config(workers int) Config {
+	return Config{SubmitPath: f.submit, ResultPath: f.result, HeartbeatPath: f.hb,
+		Ring: transport.RingConfig{Capacity: 256}, Heartbeat: heartbeat.Config{Capacity: 16},
+		Workers: workers, Registry: testRegistry(), BeatInterval: 20 * time.Millisecond}
+}
+
+// TestPassHelperProcess is the child side of the Pass scheduler's
+// multi-process tests.
+func TestPassHelperProcess(t *testing.T) {
+	role, ok := proctest.Role()
+	if !ok || !strings.HasPrefix(role, "pass-") {
+		return
+	}
+	if err := schedChild(strings.TrimPrefix(role, "pass-")); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func schedChild(role string) error {
+	f := schedFiles{submit: os.Getenv("SCHED_SUBMIT"), result: os.Getenv("SCHED_RESULT"), hb: os.Getenv("SCHED_HB")}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	switch role {
+	case "worker":
+		workers, _ := strconv.Atoi(os.Getenv("WORKERS"))
+		cfg := f.config(max(workers, 1))
+		cfg.Label = "test-worker"
+		var s *Scheduler
+		var err error
+		if os.Getenv("SCHED_STEAL") == "1" {
+			// Workers stealing from a deque the submitter owns, results
+			// streamed back through a ring.
+			s, _, _, err = StartByWorkloadShape(cfg, transport.WorkStealingShape(2), transport.StreamingShape(2, 1))
+		} else {
+			s, err = Start(cfg)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready", s.Member().Slot())
+		<-ctx.Done()
+		return s.Stop(context.Background())
+	case "submitter":
+		count, _ := strconv.Atoi(os.Getenv("COUNT"))
+		s, err := Start(f.config(0))
+		if err != nil {
+			return err
+		}
+		sub := s.Submitter()
+		for i := 0; i < count; i++ {
+			tok, err := sub.Submit(ctx, closureEcho, []byte(strconv.Itoa(i)))
+			if err != nil {
+				return err
+			}
+			fmt.Println("token", tok)
+		}
+		return s.Stop(context.Background())
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func startBenchChild(tb testing.TB, f schedFiles) *proctest.Child {
+	tb.Helper()
+	c := proctest.Start(tb, passHelper, "pass-worker", append(f.env(), "WORKERS=1")...)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _ := c.Output(); strings.Contains(out, "ready") {
+			return c
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tb.Fatal("worker never became ready")
+	return nil
+}

@@ -1,0 +1,39 @@
+package pass
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Closure is the code a pass runs: argument bytes in, result bytes out.
+// The result must fit the result slot (MaxResult of the ring's payload).
+type Closure func(args []byte) ([]byte, error)
+
+// Registry maps closure ids to closures. Every process that executes
+// passes registers the same ids; an id nobody registered produces an
+// error result, never a crash.
+type Registry struct {
+	mu       sync.RWMutex
+	closures map[uint32]Closure
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{closures: map[uint32]Closure{}} }
+
+// Register binds id to fn, replacing any earlier binding.
+func (r *Registry) Register(id uint32, fn Closure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closures[id] = fn
+}
+
+// Lookup returns the closure for id.
+func (r *Registry) Lookup(id uint32) (Closure, error) {
+	r.mu.RLock()
+	fn, ok := r.closures[id]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownClosure, id)
+	}
+	return fn, nil
+}
