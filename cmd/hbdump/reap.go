@@ -204,8 +204,9 @@ func reapJSON(path string, apply bool, stale float64, n counts, actions []reapAc
 			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite], Owner: o.Owner}
 		if rr := o.Repaired; rr != nil {
 			r := rr.Report
-			jr.Repair = &jsonRingRepair{DeadPeers: len(r.DeadPeers), Requeued: r.Requeued, RequeuedInPlace: r.RequeuedInPlace,
-				Abandoned: r.Abandoned, Deferred: r.Deferred, Published: r.Published, OwnerDied: r.OwnerDied,
+			n := countsOf(r)
+			jr.Repair = &jsonRingRepair{DeadPeers: len(r.DeadPeers), Requeued: n.requeued, RequeuedInPlace: n.inPlace,
+				Abandoned: n.abandoned, Deferred: n.deferred, Published: n.published, OwnerDied: n.ownerDied,
 				Corrupt: r.Corrupt, Error: rr.Err}
 		}
 		j.Rings = append(j.Rings, jr)
@@ -261,9 +262,9 @@ func writeReapText(w io.Writer, apply bool, n counts, actions []reapAction, outc
 			}
 			if apply {
 				if rr := o.Repaired; rr != nil {
-					rep := rr.Report
-					r = append(r, strconv.Itoa(rep.Requeued), strconv.Itoa(rep.RequeuedInPlace), strconv.Itoa(rep.Abandoned),
-						strconv.Itoa(rep.Deferred))
+					n := countsOf(rr.Report)
+					r = append(r, strconv.Itoa(n.requeued), strconv.Itoa(n.inPlace), strconv.Itoa(n.abandoned),
+						strconv.Itoa(n.deferred))
 					if deques {
 						r = append(r, published(o))
 					}
@@ -327,7 +328,7 @@ func actionText(a reapAction, apply bool) string {
 // it (none, alive, dead), "dead, freed" when the repair freed the role for
 // Adopt; empty for a ring, which has no owner.
 func ownerText(o ringOutcome, apply bool) string {
-	if apply && o.Repaired != nil && o.Repaired.Report.OwnerDied {
+	if apply && o.Repaired != nil && countsOf(o.Repaired.Report).ownerDied {
 		return "dead, freed"
 	}
 	return o.Owner
@@ -338,5 +339,25 @@ func published(o ringOutcome) string {
 	if o.Ring.Kind != "deque" {
 		return ""
 	}
-	return strconv.Itoa(o.Repaired.Report.Published)
+	return strconv.Itoa(countsOf(o.Repaired.Report).published)
+}
+
+// repairCounts are the columns reap prints for a ring's or deque's repair,
+// counted from the actions the library reports. A ring's requeue and a
+// deque's return share a column, as do a ring's requeue in place and the
+// rollback of a dead deque owner's pop: each kind takes only one of each.
+type repairCounts struct {
+	requeued, inPlace, abandoned, deferred, published int
+	ownerDied                                         bool
+}
+
+func countsOf(r transport.RepairReport) repairCounts {
+	return repairCounts{
+		requeued:  r.Count(transport.ActionRequeue) + r.Count(transport.ActionReturn),
+		inPlace:   r.Count(transport.ActionRequeueInPlace) + r.Count(transport.ActionRollBack),
+		abandoned: r.Count(transport.ActionRelease),
+		deferred:  r.Count(transport.ActionDefer),
+		published: r.Count(transport.ActionCountIn),
+		ownerDied: r.Count(transport.ActionFreeOwner) > 0,
+	}
 }

@@ -447,7 +447,7 @@ func (w *leaseWatch) scan() (clean bool, why string) {
 		return false, fmt.Sprintf("%d dead participants in the heartbeat table", rep.Dead)
 	case rerr != nil:
 		return false, rerr.Error()
-	case rr.Deferred > 0 || sc.Counters.Deferred > 0:
+	case rr.Count(transport.ActionDefer) > 0 || sc.Counters.Deferred > 0:
 		return false, "requeues deferred"
 	case problems > 0:
 		return false, fmt.Sprintf("%d ring slots orphaned or corrupt", problems)

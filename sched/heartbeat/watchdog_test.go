@@ -196,7 +196,7 @@ func TestWatchdogRepairsRingWithoutDeadMember(t *testing.T) {
 	h.ctl(0).Store(0)
 	r := openRing(t, f.ring)
 	rep := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
-	if rep.Dead != 0 || len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Report.Requeued != 1 {
+	if rep.Dead != 0 || len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Report.Count(transport.ActionRequeue) != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 	buf := make([]byte, 64)
