@@ -110,7 +110,8 @@ func TestSummaryOnItsOwnLine(t *testing.T) {
 	}
 	for _, rep := range []repairReport{
 		{Path: "./x", ToRepair: 1, Plan: f},
-		{Path: "./x", ToRepair: 1, Plan: f, Applied: true, Result: newRepairResult(ringRepairRows(transport.RepairReport{Requeued: 1}), []string{"busy"})},
+		{Path: "./x", ToRepair: 1, Plan: f, Applied: true, Result: newRepairResult(repairDone{corruptLabel: "corrupt slots left alone",
+			counts: []repairCount{{transport.ActionRequeue, "messages requeued at the tail", 1}}}, []string{"busy"})},
 		{Path: "./x", Plan: f[1:]},
 		{Path: "./x"},
 	} {
