@@ -33,3 +33,9 @@ func newApp(stdout io.Writer) *cli.App {
 		},
 	}
 }
+
+// command is a verb taking PATH: its one-line usage, its arguments, its
+// action, the longer help, and its flags.
+func command(name, usage, args string, run func(*cli.Context, string) error, help string, flags ...cli.Flag) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, ArgsUsage: args, Description: help, Flags: flags, Action: cliutil.WithPath(run)}
+}

@@ -210,7 +210,7 @@ func TestRepairApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := rep.Result
-	if !rep.Applied || rep.ToRepair != 3 || res == nil || res.Requeued != 1 || len(res.DeadParticipants) != 1 ||
+	if !rep.Applied || rep.ToRepair != 3 || res == nil || res.Counts["requeue"] != 1 || len(res.DeadParticipants) != 1 ||
 		res.DeadParticipants[0].PID != deadPID || len(res.Reclaimed) != 1 || res.Reclaimed[0].Label != "worker-1" || len(res.Problems) != 0 {
 		t.Fatalf("%s", r.stdout)
 	}
@@ -309,7 +309,7 @@ func TestTruncatedUnderMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = guard(path, func() error {
-		_, err := collectInspect(path, r, true)
+		_, err := ringView{r}.inspect(path, true, transport.CheckReport{})
 		return err
 	})
 	if cliutil.Code(err) != cliutil.ExitUnusable || !strings.HasPrefix(err.Error(), path+": memory fault reading the mapping") {

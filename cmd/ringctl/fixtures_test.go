@@ -40,13 +40,7 @@ var fixtureRing = transport.RingConfig{Capacity: 8, SlotSize: 64, Participants: 
 func makeFixtures(t testing.TB) map[string][]byte {
 	dir := t.TempDir()
 	ring := buildRing(t, dir)
-	l, err := layout.NewRingLayout(layout.RingGeometry(8, 64, 4, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot := func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) }
-	entry := func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) }
-	area := func(off uint64) uint64 { return layout.HeaderSize + off }
+	slot, entry, area := fixtureOffsets(t, layout.NewRingLayout)
 	le := binary.LittleEndian
 	fx := map[string][]byte{"ring.shm": ring}
 
@@ -177,6 +171,19 @@ func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	fx["hashmap-dead.shm"] = b
 }
 
+// fixtureOffsets gives the file offsets of slot i, participant entry i
+// and a word of the kind's area, in the fixtures' geometry (8 slots of 64
+// bytes, 4 participants, limit 5) laid out by lay.
+func fixtureOffsets(t testing.TB, lay func(layout.Geometry) (layout.RingLayout, error)) (slot, entry, area func(uint64) uint64) {
+	l, err := lay(layout.RingGeometry(8, 64, 4, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) },
+		func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) },
+		func(off uint64) uint64 { return layout.HeaderSize + off }
+}
+
 // Fixture deque geometry: the ring's.
 var fixtureDeque = fixtureRing
 
@@ -193,13 +200,7 @@ var fixtureDeque = fixtureRing
 //	                     deliveries instead of returned
 func addDequeFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	base := buildDeque(t, dir)
-	l, err := layout.NewDequeLayout(layout.RingGeometry(8, 64, 4, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot := func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) }
-	entry := func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) }
-	area := func(off uint64) uint64 { return layout.HeaderSize + off }
+	slot, entry, area := fixtureOffsets(t, layout.NewDequeLayout)
 	le := binary.LittleEndian
 	fx["deque.shm"] = base
 	// deadPeer makes entry i an active entry of the dead pid, at the

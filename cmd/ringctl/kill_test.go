@@ -66,7 +66,7 @@ func TestDrainLeaseKilled(t *testing.T) {
 	}
 	pid := int32(drain.Process.Pid)
 	if res := rep.Result; len(res.DeadParticipants) != 1 || res.DeadParticipants[0].PID != pid ||
-		len(res.Reclaimed) != 1 || res.Reclaimed[0].PID != pid || res.Reclaimed[0].Label != hbLabel || res.Deferred != 0 {
+		len(res.Reclaimed) != 1 || res.Reclaimed[0].PID != pid || res.Reclaimed[0].Label != hbLabel || res.Counts["defer"] != 0 {
 		t.Fatalf("pid %d: %s", pid, r.stdout)
 	}
 

@@ -52,15 +52,14 @@ func run(t testing.TB, stdin string, args ...string) result {
 	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// fixtureDir copies every fixture into a fresh directory with mode 0600
-// (shmkit refuses files more open than that, and git checks out 0644).
-func fixtureDir(t testing.TB) string {
+// fixtureFiles reads every fixture under testdata/ (the .shm files), by name.
+func fixtureFiles(t testing.TB) map[string][]byte {
 	t.Helper()
-	dir := t.TempDir()
 	entries, err := os.ReadDir("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
+	fx := map[string][]byte{}
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".shm") {
 			continue
@@ -69,7 +68,18 @@ func fixtureDir(t testing.TB) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600); err != nil {
+		fx[e.Name()] = b
+	}
+	return fx
+}
+
+// fixtureDir copies every fixture into a fresh directory with mode 0600
+// (shmkit refuses files more open than that, and git checks out 0644).
+func fixtureDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, b := range fixtureFiles(t) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -95,49 +95,25 @@ func openWith[T any](c *cli.Context, path string, open func(string, ...shm.Optio
 	return v, fileErr(path, err)
 }
 
-// openView maps a ring read-only without attaching to it: for inspectors.
-func openView(c *cli.Context, path string) (*transport.Ring, error) {
-	return openWith(c, path, transport.OpenRingReadOnly)
-}
-
-// viewer is what the inspectors' read-only handles have in common.
-type viewer interface {
-	Header() layout.Header
-	Close() error
-}
-
-// openWithBytes opens path read-only through open (a kind's read-only
-// open) plus a second read-only mapping of the same file, for the raw
-// words the handle does not expose (reserved bytes, participant control
-// words, locks). The two mappings are checked to be of one file.
-func openWithBytes[T viewer](c *cli.Context, path string, kind layout.Kind, open func(string, ...shm.Option) (T, error)) (T, *shm.Region, error) {
-	var none T
+// openRaw maps path read-only as a file of kind, for the bytes a handle
+// does not expose and inspect shows (a hash map's keys); v is the handle
+// opened before, and the two mappings are checked to be of one file.
+func openRaw(c *cli.Context, path string, kind layout.Kind, v interface{ Header() layout.Header }) (*shm.Region, error) {
 	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
-		return none, nil, err
-	}
-	v, err := open(path, opts...)
-	if err != nil {
-		return none, nil, fileErr(path, err)
+		return nil, err
 	}
 	reg, err := shm.Open(path, kind, append(opts, shm.ReadOnly())...)
 	if err != nil {
-		v.Close()
-		return none, nil, fileErr(path, err)
+		return nil, fileErr(path, err)
 	}
 	h1, h2 := reg.Header(), v.Header()
 	h1.Generation, h2.Generation = 0, 0 // the one mutable word
 	if h1 != h2 {
-		v.Close()
 		reg.Close()
-		return none, nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
+		return nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
 	}
-	return v, reg, nil
-}
-
-// openViewBytes is openView plus the raw mapping (see openWithBytes).
-func openViewBytes(c *cli.Context, path string) (*transport.Ring, *shm.Region, error) {
-	return openWithBytes(c, path, layout.KindRing, transport.OpenRingReadOnly)
+	return reg, nil
 }
 
 // openAttached opens a ring read-write and attaches to it as a participant:
@@ -175,85 +151,6 @@ func load64(b []byte, off uint64) uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off])).Load()
 }
 
-// Slot classes, as inspect and watch count them. Each slot is in exactly
-// one; "orphaned" takes writing, reading and leased slots whose owner is
-// proven dead out of their state's class.
-const (
-	classFree     = "free"
-	classReady    = "ready"
-	classWriting  = "writing"
-	classReading  = "reading"
-	classLeased   = "leased"
-	classOrphaned = "orphaned"
-	classPoisoned = "poisoned"
-	classCorrupt  = "corrupt"
-)
-
-var classes = []string{classFree, classReady, classWriting, classReading, classLeased, classOrphaned, classPoisoned, classCorrupt}
-
-// classOf puts a slot from Scan in its class.
-func classOf(s transport.SlotReport) string {
-	switch s.Problem {
-	case transport.SlotCorrupt:
-		return classCorrupt
-	case transport.SlotOrphanedWrite, transport.SlotOrphanedRead, transport.SlotOrphanedLease:
-		return classOrphaned
-	}
-	return s.Word.State.String()
-}
-
-// slotCounts is the number of slots in each class (inspect's "states").
-type slotCounts struct {
-	Free     uint64 `json:"free"`
-	Ready    uint64 `json:"ready"`
-	Writing  uint64 `json:"writing"`
-	Reading  uint64 `json:"reading"`
-	Leased   uint64 `json:"leased"`
-	Orphaned uint64 `json:"orphaned"`
-	Poisoned uint64 `json:"poisoned"`
-	Corrupt  uint64 `json:"corrupt"`
-}
-
-// rows lists the counts in class order, for tables.
-func (n slotCounts) rows() [][]string {
-	out := [][]string{}
-	for i, v := range []uint64{n.Free, n.Ready, n.Writing, n.Reading, n.Leased, n.Orphaned, n.Poisoned, n.Corrupt} {
-		out = append(out, []string{classes[i], strconv.FormatUint(v, 10)})
-	}
-	return out
-}
-
-// countClasses counts the slots of a scan in each class.
-func countClasses(rep transport.ScanReport, capacity uint64) slotCounts {
-	n := slotCounts{Free: capacity - uint64(len(rep.Slots))}
-	for _, s := range rep.Slots {
-		switch classOf(s) {
-		case classReady:
-			n.Ready++
-		case classWriting:
-			n.Writing++
-		case classReading:
-			n.Reading++
-		case classLeased:
-			n.Leased++
-		case classOrphaned:
-			n.Orphaned++
-		case classPoisoned:
-			n.Poisoned++
-		case classCorrupt:
-			n.Corrupt++
-		default: // a free word that is not corrupt is never listed
-			n.Free++
-		}
-	}
-	return n
-}
-
-// problemName is a SlotProblem in snake case, as JSON prints it.
-func problemName(p transport.SlotProblem) string {
-	return strings.ReplaceAll(p.String(), " ", "_")
-}
-
 // utc formats a time for output: RFC 3339 in UTC, empty for the zero time.
 func utc(t time.Time) string {
 	if t.IsZero() {
@@ -272,4 +169,11 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -44,8 +44,8 @@ func TestDequeRepairApply(t *testing.T) {
 	before, _ := os.ReadFile(owner)
 	rep, r := repairJSON(t, owner, "--apply")
 	res := rep.Result
-	if r.code != 0 || !rep.Applied || rep.ToRepair != 3 || res == nil || res.RequeuedInPlace != 1 || res.Requeued != 0 ||
-		res.OwnerDied == nil || !*res.OwnerDied || res.Published == nil || *res.Published != 0 ||
+	if r.code != 0 || !rep.Applied || rep.ToRepair != 3 || res == nil || res.Counts["roll_back"] != 1 || res.Counts["return"] != 0 ||
+		res.Counts["free_owner"] != 1 || res.Counts["count_in"] != 0 ||
 		len(res.DeadParticipants) != 1 || res.DeadParticipants[0].PID != deadPID || len(res.Problems) != 0 {
 		t.Fatalf("%+v", r)
 	}
@@ -72,7 +72,7 @@ func TestDequeRepairApply(t *testing.T) {
 
 	thief := filepath.Join(dir, "deque-deadthief.shm")
 	rep, r = repairJSON(t, thief, "--apply", "--no-backup")
-	if res := rep.Result; r.code != 0 || rep.Backup != "" || res.Requeued != 1 || *res.OwnerDied || len(res.DeadParticipants) != 1 {
+	if res := rep.Result; r.code != 0 || rep.Backup != "" || res.Counts["return"] != 1 || res.Counts["free_owner"] != 0 || len(res.DeadParticipants) != 1 {
 		t.Fatalf("%+v", r)
 	}
 	if got := dequeInspectJSON(t, thief); got.States.Returned != 2 || got.Counters.Pending != 2 || got.Problems != 0 {
@@ -165,7 +165,7 @@ func TestDequePoisonAndShortHint(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	rep, r := repairJSON(t, short2, "--apply", "--no-backup")
-	if r.code != 0 || rep.ToRepair != 1 || rep.Plan[0].Action != actFixHint {
+	if r.code != 0 || rep.ToRepair != 1 || rep.Plan[0].Action != string(transport.ActionRaiseHint) {
 		t.Fatalf("%+v", r)
 	}
 	if r := run(t, "", "verify", short2); r.code != 0 {
@@ -179,8 +179,8 @@ func TestDequePoisonAndShortHint(t *testing.T) {
 
 func TestRenderDequeWatch(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	prev := dequeSample{At: t0, Owner: "alive", Counters: transport.DequeCounters{Top: 10, Bottom: 12, Pushed: 12, Stolen: 4, Acked: 6}}
-	cur := dequeSample{At: t0.Add(2 * time.Second), Owner: "dead", Leased: 1, Returned: 2, Orphaned: 1,
+	prev := dequeSample{At: t0, Owner: "alive", Len: 2, Counters: transport.DequeCounters{Top: 10, Bottom: 12, Pushed: 12, Stolen: 4, Acked: 6}}
+	cur := dequeSample{At: t0.Add(2 * time.Second), Owner: "dead", Len: 6, Leased: 1, Returned: 2, Orphaned: 1,
 		Counters: transport.DequeCounters{Top: 14, Bottom: 20, Pushed: 22, Stolen: 6, OwnerPopped: 2, Acked: 8, FullHits: 3, EmptyHits: 7}}
 	if got := renderDequeWatch("/dev/shm/x", 64, time.Second, &prev, cur, false); got != "2026-01-02T03:04:07Z len=6/64 top=14 bottom=20 push/s=5.0 take/s=3.0 leased=1 returned=2 orphaned=1 owner=dead full_hits=3 empty_hits=7\n" {
 		t.Fatalf("%q", got)

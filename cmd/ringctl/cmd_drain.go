@@ -33,38 +33,6 @@ const (
 	hbLabel           = "ringctl drain"
 )
 
-func drainCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "drain",
-		Usage: "take messages and print them one per line, or hand each to a command",
-		Description: "Without --follow, drain stops when the ring is empty (exit 0, also when it was empty to\n" +
-			"begin with); with --follow it waits for more until Ctrl-C (exit 0). Each message is taken\n" +
-			"with a lease. Without --lease the lease is acked as soon as the message is copied out, so it\n" +
-			"is gone from the ring before it is printed, as with a pop. With --lease it is acked only once\n" +
-			"handled: printed, or with --exec once `sh -c CMD`, given the message on its standard input,\n" +
-			"exits 0; a command that fails has its message released for redelivery (one line on stderr)\n" +
-			"and drain exits 1 at the end. A drain --lease killed at any moment loses nothing: ringctl\n" +
-			"repair brings back what it held. --exec and --heartbeat imply --lease. With --exec, messages\n" +
-			"are printed (after their command succeeded) only if --format is given. The command's output\n" +
-			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n" +
-			"--poisoned takes the messages set aside as poison instead (their position is not known).\n" +
-			"A deque is drained from the top as a thief, also while its owner is alive (ringctl never\n" +
-			"owns a deque); returned messages come first. --heartbeat applies to rings only.",
-		ArgsUsage: "PATH [--max N] [--format text|hex|json] [--follow] [--lease [--heartbeat HB] [--exec CMD]] [--poisoned]",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text (the payload as is), hex, or json ({\"pos\",\"len\",\"deliveries\",\"data_hex\"})"},
-			&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
-			&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled"},
-			&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (created if missing), recording each lease"},
-			&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
-			&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
-			cliutil.AllowModeFlag(),
-		},
-		Action: cliutil.WithPath(runDrain),
-	}
-}
-
 // drainedJSON is one line of drain --format json.
 type drainedJSON struct {
 	Pos        *uint64 `json:"pos"`
@@ -86,11 +54,30 @@ type drainQueue interface {
 	Close() error
 }
 
+// drainSource is what drain takes messages from: a kind's queue, attached
+// (kind.queue builds it).
+type drainSource struct {
+	q            drainQueue
+	lay          layout.RingLayout
+	front        func() uint64                 // the ring's head or the deque's top, for positions
+	takeReturned func(buf []byte) (int, error) // a deque's TakeReturned; nil for a ring
+}
+
+// newDrainSource derives q's layout from its header; on error q is closed.
+func newDrainSource(path string, q interface {
+	drainQueue
+	Header() layout.Header
+}, lay func(string, layout.Header) (layout.RingLayout, error), front func() uint64, returned func([]byte) (int, error)) (*drainSource, error) {
+	l, err := lay(path, q.Header())
+	if err != nil {
+		q.Close()
+		return nil, err
+	}
+	return &drainSource{q: q, lay: l, front: front, takeReturned: returned}, nil
+}
+
 type drainer struct {
-	q       drainQueue
-	deque   *transport.Deque // the same as q for a deque, else nil
-	front   func() uint64    // the ring's head or the deque's top, for positions
-	lay     layout.RingLayout
+	*drainSource
 	path    string
 	out     io.Writer
 	errOut  io.Writer
@@ -131,36 +118,20 @@ func runDrain(c *cli.Context, path string) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	kind, err := fileKind(c, path)
+	k, err := kindOf(c, path)
 	if err != nil {
 		return err
 	}
-	var q drainQueue
-	if kind == layout.KindDeque {
-		if c.IsSet("heartbeat") {
-			return cliutil.Usage("drain: --heartbeat applies to rings (a watchdog repairs rings only); %s is a deque", path)
-		}
-		dq, err := openDequeAttached(c, path)
-		if err != nil {
-			return err
-		}
-		defer dq.Close()
-		q, d.deque, d.front = dq, dq, func() uint64 { return dq.Counters().Top }
-		if d.lay, err = dequeLayout(path, dq.Header()); err != nil {
-			return err
-		}
-	} else {
-		r, err := openAttached(c, path)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		q, d.front = r, func() uint64 { return r.Counters().Head }
-		if d.lay, err = ringLayout(path, r.Header()); err != nil {
-			return err
-		}
+	switch {
+	case k.queue == nil:
+		return k.refuse(path, "drain", "rings and deques")
+	case c.IsSet("heartbeat") && !k.watched():
+		return cliutil.Usage("drain: --heartbeat applies to rings (a watchdog repairs rings only); %s is a %s", path, k.kind)
 	}
-	d.q = q
+	if d.drainSource, err = k.queue(c, path); err != nil {
+		return err
+	}
+	defer d.q.Close()
 	if c.Bool("poisoned") {
 		err = d.poisoned(c.Context, c.Int("max"))
 	} else {
@@ -179,7 +150,7 @@ func runDrain(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := q.Close(); err != nil {
+	if err := d.q.Close(); err != nil {
 		return fileErr(path, err)
 	}
 	if d.failed > 0 {
@@ -208,7 +179,7 @@ func (d *drainer) run(ctx context.Context, max int, follow bool) error {
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, transport.ErrEmpty) && d.deque != nil && !d.lease && !follow:
+		case errors.Is(err, transport.ErrEmpty) && d.takeReturned != nil && !d.lease && !follow:
 			return d.returned(ctx, max)
 		case errors.Is(err, transport.ErrEmpty), ctx.Err() != nil:
 			return nil
@@ -378,7 +349,7 @@ func (d *drainer) returned(ctx context.Context, max int) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n, err := d.deque.TakeReturned(buf)
+		n, err := d.takeReturned(buf)
 		switch {
 		case errors.Is(err, transport.ErrEmpty):
 			return nil
@@ -438,4 +409,29 @@ func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
 		}
 		t.Close()
 	}, nil
+}
+
+func drainCommand() *cli.Command {
+	return command("drain", "take messages and print them one per line, or hand each to a command", "PATH [--max N] [--format text|hex|json] [--follow] [--lease [--heartbeat HB] [--exec CMD]] [--poisoned]", runDrain,
+		"Without --follow, drain stops when the ring is empty (exit 0, also when it was empty to\n"+
+			"begin with); with --follow it waits for more until Ctrl-C (exit 0). Each message is taken\n"+
+			"with a lease. Without --lease the lease is acked as soon as the message is copied out, so it\n"+
+			"is gone from the ring before it is printed, as with a pop. With --lease it is acked only once\n"+
+			"handled: printed, or with --exec once `sh -c CMD`, given the message on its standard input,\n"+
+			"exits 0; a command that fails has its message released for redelivery (one line on stderr)\n"+
+			"and drain exits 1 at the end. A drain --lease killed at any moment loses nothing: ringctl\n"+
+			"repair brings back what it held. --exec and --heartbeat imply --lease. With --exec, messages\n"+
+			"are printed (after their command succeeded) only if --format is given. The command's output\n"+
+			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n"+
+			"--poisoned takes the messages set aside as poison instead (their position is not known).\n"+
+			"A deque is drained from the top as a thief, also while its owner is alive (ringctl never\n"+
+			"owns a deque); returned messages come first. --heartbeat applies to rings only.",
+		&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
+		&cli.StringFlag{Name: "format", Value: "text", Usage: "text (the payload as is), hex, or json ({\"pos\",\"len\",\"deliveries\",\"data_hex\"})"},
+		&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
+		&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled"},
+		&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (created if missing), recording each lease"},
+		&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
+		&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
+		cliutil.AllowModeFlag())
 }

@@ -18,41 +18,13 @@ import (
 	"github.com/shmkit/shmkit/transport"
 )
 
-func pushCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "push",
-		Usage: "push messages: one per line of standard input, or --seq, --hex, --file",
-		Description: "By default each line of standard input (without its newline) is one message; an empty\n" +
-			"line is an empty message. --seq A:B pushes the decimal text of each integer from A to B;\n" +
-			"--hex one message given in hex; --file one message holding a whole file (- for stdin).\n" +
-			"A message larger than the ring's slot payload is refused (exit 1) with its size and the\n" +
-			"limit; messages before it stay pushed. When the ring is full, push waits for room: at most\n" +
-			"--timeout per message if set, until Ctrl-C otherwise (both exit 1 with the count pushed).",
-		ArgsUsage: "PATH [--seq A:B | --hex HEX | --file F] [--timeout D]",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "seq", Usage: "push the decimal text of each integer from `A:B`, inclusive"},
-			&cli.StringFlag{Name: "hex", Usage: "push one message given in hex"},
-			&cli.StringFlag{Name: "file", Usage: "push the whole file `F` as one message (- for stdin)"},
-			&cli.DurationFlag{Name: "timeout", Usage: "give up when the ring stays full this long (0: wait until Ctrl-C)"},
-			cliutil.AllowModeFlag(),
-		},
-		Action: cliutil.WithPath(runPush),
-	}
-}
-
 // source yields the messages to push; ok is false after the last. A
 // message too large to keep comes as a nil msg with its size.
 type source func(ctx context.Context) (msg []byte, size int, ok bool, err error)
 
 func runPush(c *cli.Context, path string) error {
-	n := 0
-	for _, f := range []string{"seq", "hex", "file"} {
-		if c.IsSet(f) {
-			n++
-		}
-	}
-	if n > 1 {
-		return cliutil.Usage("push: --seq, --hex and --file exclude each other")
+	if err := exclusive(c, "push", "seq", "hex", "file"); err != nil {
+		return err
 	}
 	if c.Duration("timeout") < 0 {
 		return cliutil.Usage("push: --timeout must not be negative")
@@ -70,7 +42,14 @@ func runPush(c *cli.Context, path string) error {
 			return cliutil.Usage("push: --hex: %v", err)
 		}
 	}
-	r, err := openAttached(c, path)
+	k, err := kindOf(c, path)
+	if err != nil {
+		return err
+	}
+	if k.push == nil {
+		return k.refuse(path, "push", "rings (a deque is pushed by its owner only)")
+	}
+	r, err := k.push(c, path)
 	if err != nil {
 		return err
 	}
@@ -151,23 +130,6 @@ func pushAll(ctx context.Context, r *transport.Ring, next source, timeout time.D
 			return pushed, err
 		}
 	}
-}
-
-func parseSeq(s string) (lo, hi int64, err error) {
-	a, b, ok := strings.Cut(s, ":")
-	if ok {
-		lo, err = strconv.ParseInt(a, 10, 64)
-	}
-	if ok && err == nil {
-		hi, err = strconv.ParseInt(b, 10, 64)
-	}
-	if !ok || err != nil {
-		return 0, 0, cliutil.Usage("push: --seq %q: want A:B, two decimal integers", s)
-	}
-	if lo > hi {
-		return 0, 0, cliutil.Usage("push: --seq %q: A must not be greater than B", s)
-	}
-	return lo, hi, nil
 }
 
 func once(msg []byte) source {
@@ -279,4 +241,19 @@ func readLine(br *bufio.Reader, limit int) (msg []byte, size int, err error) {
 		}
 		return msg, size, nil
 	}
+}
+
+func pushCommand() *cli.Command {
+	return command("push", "push messages: one per line of standard input, or --seq, --hex, --file", "PATH [--seq A:B | --hex HEX | --file F] [--timeout D]", runPush,
+		`By default each line of standard input (without its newline) is one message; an empty
+line is an empty message. --seq A:B pushes the decimal text of each integer from A to B;
+--hex one message given in hex; --file one message holding a whole file (- for stdin).
+A message larger than the ring's slot payload is refused (exit 1) with its size and the
+limit; messages before it stay pushed. When the ring is full, push waits for room: at most
+--timeout per message if set, until Ctrl-C otherwise (both exit 1 with the count pushed).`,
+		&cli.StringFlag{Name: "seq", Usage: "push the decimal text of each integer from `A:B`, inclusive"},
+		&cli.StringFlag{Name: "hex", Usage: "push one message given in hex"},
+		&cli.StringFlag{Name: "file", Usage: "push the whole file `F` as one message (- for stdin)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "give up when the ring stays full this long (0: wait until Ctrl-C)"},
+		cliutil.AllowModeFlag())
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,60 +20,6 @@ import (
 // not validate (its size may be anything); --range dumps past it.
 const rawDumpCap = 1 << 20
 
-func hexdumpCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "hexdump",
-		Usage: "dump a shmkit file's bytes with every field labelled (read-only; any kind, even damaged)",
-		Description: "16 bytes a line: offset, hex, ASCII, then the fields that start in the line (a field\n" +
-			"continued from an earlier line is shown as ...name). Runs of all-zero lines are collapsed\n" +
-			"into one \"*\" line. A file whose header does not validate is dumped raw (the whole file up\n" +
-			"to 1 MiB unless --range or --header says otherwise), with the header's fields labelled, and\n" +
-			"the command exits 1 after saying on stderr what failed to validate.",
-		ArgsUsage: "PATH [--header | --slot I | --range A:B]",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "header", Usage: "only the common header"},
-			&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload), or bucket I of a hash map"},
-			&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
-			cliutil.AllowModeFlag(),
-		},
-		Action: cliutil.WithPath(runHexdump),
-	}
-}
-
-// byteRange is a half-open range of file offsets; hi < 0 means "to the end".
-type byteRange struct{ lo, hi int64 }
-
-func parseRange(s string) (byteRange, error) {
-	a, b, ok := strings.Cut(s, ":")
-	if !ok {
-		return byteRange{}, cliutil.Usage("hexdump: --range %q: want A:B", s)
-	}
-	r := byteRange{lo: 0, hi: -1}
-	var err error
-	if a != "" {
-		if r.lo, err = parseOffset(a); err != nil {
-			return r, cliutil.Usage("hexdump: --range %q: %v", s, err)
-		}
-	}
-	if b != "" {
-		if r.hi, err = parseOffset(b); err != nil {
-			return r, cliutil.Usage("hexdump: --range %q: %v", s, err)
-		}
-		if r.hi <= r.lo {
-			return r, cliutil.Usage("hexdump: --range %q: the end must be after the start", s)
-		}
-	}
-	return r, nil
-}
-
-func parseOffset(s string) (int64, error) {
-	v, err := strconv.ParseInt(s, 0, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not an offset (decimal, or hex with 0x)", s)
-	}
-	return v, nil
-}
-
 // damaged reports whether an open failed on the file's contents (which a
 // raw dump can still show) rather than on access to it.
 func damaged(err error) bool {
@@ -88,14 +33,8 @@ func damaged(err error) bool {
 }
 
 func runHexdump(c *cli.Context, path string) error {
-	n := 0
-	for _, f := range []string{"header", "slot", "range"} {
-		if c.IsSet(f) {
-			n++
-		}
-	}
-	if n > 1 {
-		return cliutil.Usage("hexdump: --header, --slot and --range exclude each other")
+	if err := exclusive(c, "hexdump", "header", "slot", "range"); err != nil {
+		return err
 	}
 	var rng byteRange
 	if c.IsSet("range") {
@@ -127,36 +66,12 @@ func runHexdump(c *cli.Context, path string) error {
 	case c.Bool("header"):
 		hi = int64(h.HeaderSize)
 	case c.IsSet("slot"):
-		var l layout.RingLayout
-		switch h.Kind {
-		case layout.KindRing:
-			l, err = ringLayout(path, h)
-		case layout.KindDeque:
-			l, err = dequeLayout(path, h)
-		case layout.KindHashMap:
-			ml, err := mapLayout(path, h)
-			if err != nil {
-				return err
-			}
-			i := c.Int("slot")
-			if i < 0 || uint64(i) >= ml.Capacity {
-				return cliutil.Usage("hexdump: --slot %d: the hashmap has buckets 0 to %d", i, ml.Capacity-1)
-			}
-			lo = int64(h.HeaderSize) + int64(ml.BucketOff(uint64(i)))
-			hi = lo + int64(ml.BucketSize)
-		default:
+		k := kinds[h.Kind]
+		if k == nil || k.slot == nil {
 			return cliutil.Usage("hexdump: --slot applies to rings, deques and hash maps; %s is a %s", path, h.Kind)
 		}
-		if err != nil {
+		if lo, hi, err = k.slot(path, h, c.Int("slot")); err != nil {
 			return err
-		}
-		if h.Kind != layout.KindHashMap {
-			i := c.Int("slot")
-			if i < 0 || uint64(i) >= l.Capacity {
-				return cliutil.Usage("hexdump: --slot %d: the %s has slots 0 to %d", i, h.Kind, l.Capacity-1)
-			}
-			lo = int64(h.HeaderSize) + int64(l.SlotOff(uint64(i)))
-			hi = lo + int64(l.SlotSize)
 		}
 	case c.IsSet("range"):
 		if lo, hi, err = clampRange(rng, size); err != nil {
@@ -171,17 +86,6 @@ func runHexdump(c *cli.Context, path string) error {
 		return err
 	}
 	return w.Flush()
-}
-
-func clampRange(r byteRange, size int64) (lo, hi int64, err error) {
-	if r.lo >= size {
-		return 0, 0, cliutil.Usage("hexdump: --range starts at %d, past the end of the file (%d bytes)", r.lo, size)
-	}
-	hi = r.hi
-	if hi < 0 || hi > size {
-		hi = size
-	}
-	return r.lo, hi, nil
 }
 
 // rawHexdump dumps a file whose header does not validate, read with plain
@@ -363,4 +267,17 @@ func labels(m *layout.Map, lo, hi uint64) string {
 		return ""
 	}
 	return "  " + strings.Join(names, ", ")
+}
+
+func hexdumpCommand() *cli.Command {
+	return command("hexdump", "dump a shmkit file's bytes with every field labelled (read-only; any kind, even damaged)", "PATH [--header | --slot I | --range A:B]", runHexdump,
+		`16 bytes a line: offset, hex, ASCII, then the fields that start in the line (a field
+continued from an earlier line is shown as ...name). Runs of all-zero lines are collapsed
+into one "*" line. A file whose header does not validate is dumped raw (the whole file up
+to 1 MiB unless --range or --header says otherwise), with the header's fields labelled, and
+the command exits 1 after saying on stderr what failed to validate.`,
+		&cli.BoolFlag{Name: "header", Usage: "only the common header"},
+		&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload), or bucket I of a hash map"},
+		&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
+		cliutil.AllowModeFlag())
 }

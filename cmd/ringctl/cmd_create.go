@@ -12,22 +12,6 @@ import (
 	"github.com/shmkit/shmkit/transport"
 )
 
-func createCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "create",
-		Usage:     "create a ring",
-		ArgsUsage: "PATH --capacity N [--slot-size B] [--mode 0600]",
-		Flags: []cli.Flag{
-			&cli.Uint64Flag{Name: "capacity", Usage: "slots, a power of two from 2 to 16777216 (required)"},
-			&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "bytes per slot, a multiple of 64; a message holds 8 bytes less"},
-			&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: "size of the participant table, 1 to 1023"},
-			&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
-			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"},
-		},
-		Action: cliutil.WithPath(runCreate),
-	}
-}
-
 func runCreate(c *cli.Context, path string) error {
 	if !c.IsSet("capacity") {
 		return cliutil.Usage("create: --capacity is required")
@@ -57,4 +41,14 @@ func runCreate(c *cli.Context, path string) error {
 	fmt.Fprintf(c.App.Writer, "created %s: %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes, mode %#o\n",
 		path, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, r.Header().FileSize, mode)
 	return fileErr(path, r.Close())
+}
+
+func createCommand() *cli.Command {
+	return command("create", "create a ring", "PATH --capacity N [--slot-size B] [--mode 0600]", runCreate,
+		"",
+		&cli.Uint64Flag{Name: "capacity", Usage: "slots, a power of two from 2 to 16777216 (required)"},
+		&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "bytes per slot, a multiple of 64; a message holds 8 bytes less"},
+		&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: "size of the participant table, 1 to 1023"},
+		&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
+		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"})
 }

@@ -18,8 +18,8 @@ func TestMapRepairApply(t *testing.T) {
 	path := filepath.Join(dir, "hashmap-dead.shm")
 	rep, r := repairJSON(t, path, "--apply", "--no-backup")
 	res := rep.Result
-	if r.code != 0 || rep.ToRepair != 4 || res == nil || res.Tombstoned == nil || *res.Tombstoned != 1 || *res.Unlocked != 1 ||
-		*res.HomeLocksReleased != 1 || len(res.DeadParticipants) != 1 || res.DeadParticipants[0].PID != deadPID {
+	if r.code != 0 || rep.ToRepair != 4 || res == nil || res.Counts["tombstone"] != 1 || res.Counts["unlock"] != 1 ||
+		res.Counts["release_home"] != 1 || len(res.DeadParticipants) != 1 || res.DeadParticipants[0].PID != deadPID {
 		t.Fatalf("%+v", r)
 	}
 	if !strings.Contains(run(t, "", "repair", path, "--apply").stdout, "nothing to repair") {

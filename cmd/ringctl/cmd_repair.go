@@ -1,0 +1,350 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/sched/heartbeat"
+	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// repairReport is repair's JSON output.
+type repairReport struct {
+	Path      string        `json:"path"`
+	Heartbeat string        `json:"heartbeat,omitempty"`
+	Applied   bool          `json:"applied"`
+	ToRepair  int           `json:"to_repair"` // plan entries whose action is not none
+	Plan      []findingJSON `json:"plan"`      // every finding of the file's Check, then the heartbeat table's members
+	Backup    string        `json:"backup,omitempty"`
+	Result    *repairResult `json:"result,omitempty"`
+}
+
+// repairResult is what an applied repair did.
+type repairResult struct {
+	DeadParticipants []deadJSON     `json:"dead_participants"`
+	Counts           map[string]int `json:"counts"` // by action: how many times the repair took it
+	Done             []findingJSON  `json:"done"`   // every action taken, in order
+	Corrupt          int            `json:"corrupt"`
+	Reclaimed        []deadJSON     `json:"heartbeat_reclaimed"`
+	Problems         []string       `json:"problems"` // what could not be done
+	done             repairDone     // for the text
+}
+
+type deadJSON struct {
+	Index  int    `json:"index"`
+	PID    int32  `json:"pid"`
+	Start  uint64 `json:"start_ticks"`
+	Label  string `json:"label,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// repairDone is what one kind's Repair reported, in the rows repair
+// prints: each kind's repairRows builds it from the library's report.
+type repairDone struct {
+	dead         []transport.PeerStatus
+	counts       []repairCount       // the kind's actions, in the order printed
+	done         []transport.Finding // every action taken
+	corrupt      int
+	corruptLabel string // "corrupt slots left alone"
+	note         string // a line after the counts, or ""
+}
+
+// repairCount is how many times a repair took one action.
+type repairCount struct {
+	action transport.Action
+	label  string // for people: "messages requeued at the tail"
+	n      int
+}
+
+// newRepairResult renders what a repair did; notDone says what it could not do.
+func newRepairResult(d repairDone, notDone []string) *repairResult {
+	res := &repairResult{DeadParticipants: []deadJSON{}, Counts: map[string]int{}, Done: findingsJSON(d.done),
+		Corrupt: d.corrupt, Reclaimed: []deadJSON{}, Problems: append([]string{}, notDone...), done: d}
+	for _, p := range d.dead {
+		res.DeadParticipants = append(res.DeadParticipants, deadJSON{Index: p.Index, PID: p.ID.PID, Start: p.ID.Start, Reason: p.Reason})
+	}
+	for _, n := range d.counts {
+		res.Counts[string(n.action)] = n.n
+	}
+	return res
+}
+
+func runRepair(c *cli.Context, path string) error {
+	apply := c.Bool("apply")
+	if c.IsSet("backup") && c.Bool("no-backup") {
+		return cliutil.Usage("repair: --backup and --no-backup exclude each other")
+	}
+	if !apply && (c.IsSet("backup") || c.Bool("no-backup")) {
+		return cliutil.Usage("repair: --backup and --no-backup apply only with --apply")
+	}
+	hbPath := ""
+	if c.IsSet("heartbeat") {
+		hbPath = shm.Resolve(c.String("heartbeat"))
+	}
+	k, err := kindOf(c, path)
+	if err != nil {
+		return err
+	}
+	if hbPath != "" && !k.watched() {
+		return cliutil.Usage("repair: --heartbeat applies to rings (a watchdog repairs rings only); %s is a %s", path, k.kind)
+	}
+	rep, err := planRepair(c, k, path, hbPath)
+	if err != nil {
+		return err
+	}
+	if apply && rep.ToRepair > 0 {
+		if err := backupFirst(c, path, &rep); err != nil {
+			return err
+		}
+		if rep.Result, err = k.apply(c, path, hbPath); err != nil {
+			return err
+		}
+	}
+	if err := output(c, rep); err != nil {
+		return err
+	}
+	switch {
+	case !apply && rep.ToRepair > 0:
+		return cliutil.Problems(fmt.Sprintf("%s: %s to repair; nothing changed (use --apply)", path, plural(rep.ToRepair, "thing", "things")))
+	case rep.Result != nil && len(rep.Result.Problems) > 0:
+		return cliutil.Problems(fmt.Sprintf("%s: repair incomplete: %s", path, rep.Result.Problems[0]))
+	}
+	return nil
+}
+
+// planRepair is the dry run: the file's Check, read-only, and with a
+// heartbeat table its members a watchdog would reclaim.
+func planRepair(c *cli.Context, k *kind, path, hbPath string) (repairReport, error) {
+	rep := repairReport{Path: path, Heartbeat: hbPath}
+	v, err := k.open(c, path)
+	if err != nil {
+		return rep, err
+	}
+	defer v.Close()
+	var hb *heartbeat.Table
+	if hbPath != "" {
+		opts, err := cliutil.OpenOptions(c)
+		if err != nil {
+			return rep, err
+		}
+		if hb, err = heartbeat.Open(hbPath, append(opts, shm.ReadOnly())...); err != nil {
+			return rep, fileErr(hbPath, err)
+		}
+		defer hb.Close()
+	}
+	if err := guard(path, func() error {
+		rep.Plan = findingsJSON(v.Check().Findings)
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	if hb != nil {
+		if err := guard(hbPath, func() error {
+			rep.Plan = append(rep.Plan, k.members(v, hb)...)
+			return nil
+		}); err != nil {
+			return rep, err
+		}
+	}
+	rep.ToRepair = actionable(rep.Plan)
+	return rep, nil
+}
+
+// memberPlan renders the watchdog's dry-run decisions about the table's
+// dead members (Watchdog.Scan(false)): the library judges, ringctl words it.
+func memberPlan(wr heartbeat.WatchReport) []findingJSON {
+	out := []findingJSON{}
+	for _, d := range wr.Decisions {
+		p := d.Participant
+		f := findingJSON{Kind: "dead_member", Location: fmt.Sprintf("heartbeat.slot[%d]", p.Slot), Owner: -1, PID: p.ID.PID,
+			Verdict: p.Verdict.Reason, Action: "reclaim",
+			Detail: fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
+				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(len(p.Leases), "lease", "leases"))}
+		if d.Action == heartbeat.ActionKeep {
+			f.Action = string(transport.ActionNone)
+			f.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s): kept, a lease is in ring %016x, which a watchdog given that ring reclaims",
+				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, d.Queue)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// labelled is one action a kind's repair takes and how repair names it.
+type labelled struct {
+	action transport.Action
+	label  string
+}
+
+// repairRows counts what a Repair did, action by action, in the order the
+// kind prints them.
+func repairRows(rr transport.RepairReport, corruptLabel string, actions []labelled) repairDone {
+	d := repairDone{dead: rr.DeadPeers, done: rr.Done, corrupt: rr.Corrupt, corruptLabel: corruptLabel}
+	for _, a := range actions {
+		d.counts = append(d.counts, repairCount{a.action, a.label, rr.Count(a.action)})
+	}
+	return d
+}
+
+// repairOnce runs a handle's Repair. Another live process holding the
+// repair lock is not an error: it is what could not be done.
+func repairOnce[R any](path string, repair func() (R, error)) (R, []string, error) {
+	rr, err := repair()
+	switch {
+	case err == nil:
+		return rr, nil, nil
+	case errors.Is(err, transport.ErrRepairBusy):
+		return rr, []string{cause(path, fileErr(path, err))}, nil
+	}
+	return rr, nil, fileErr(path, err)
+}
+
+// repairWith makes the apply of a kind without a heartbeat table: attach
+// with open, run the handle's Repair, render what it did with rows.
+func repairWith[H io.Closer, R any](open func(string, ...shm.Option) (H, error), repair func(H) (R, error), rows func(R) repairDone) func(*cli.Context, string, string) (*repairResult, error) {
+	return func(c *cli.Context, path, _ string) (*repairResult, error) {
+		h, err := openWith(c, path, open)
+		if err != nil {
+			return nil, err
+		}
+		rr, notDone, err := repairOnce(path, func() (R, error) { return repair(h) })
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		return newRepairResult(rows(rr), notDone), fileErr(path, h.Close())
+	}
+}
+
+// backupFirst marks the report applied and, unless --no-backup, copies
+// the file to its backup (--backup, or PATH.bak-<UTC time>) before any
+// change.
+func backupFirst(c *cli.Context, path string, rep *repairReport) error {
+	rep.Applied = true
+	if c.Bool("no-backup") {
+		return nil
+	}
+	dst := c.String("backup")
+	if dst == "" {
+		dst = path + ".bak-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	if err := backup(path, dst); err != nil {
+		return err
+	}
+	rep.Backup = dst
+	return nil
+}
+
+// backup copies the file at src to a new file dst (mode 0600), refusing to
+// overwrite anything. The copy is read with plain reads: on a ring in use
+// it is not a consistent cut, only a record of the bytes before repair.
+func backup(src, dst string) (err error) {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fileErr(src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fileErr(dst, errors.New("backup file exists; refusing to overwrite it"))
+		}
+		return fileErr(dst, fmt.Errorf("backup: %w", err))
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil && cerr != nil {
+			err = fileErr(dst, cerr)
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	if _, err := io.Copy(out, in); err != nil {
+		return fileErr(dst, fmt.Errorf("backup: %w", err))
+	}
+	if err := out.Sync(); err != nil {
+		return fileErr(dst, fmt.Errorf("backup: %w", err))
+	}
+	return nil
+}
+
+// write prints the report as text. Each message is a line of its own:
+// the problems line opens the report, and the summary of a dry run is the
+// one line on stderr after it (runRepair), never run into it.
+func (rep repairReport) write(w io.Writer) error {
+	if rep.Backup != "" {
+		fmt.Fprintf(w, "backup: %s\n", rep.Backup)
+	}
+	if len(rep.Plan) == 0 {
+		fmt.Fprintf(w, "%s: nothing to repair\n", rep.Path)
+	} else {
+		verb := "dry run: nothing changed"
+		if rep.Applied {
+			verb = "repaired as counted below"
+		}
+		fmt.Fprintf(w, "%s: %s found, %d to repair (%s)\n", rep.Path, plural(len(rep.Plan), "problem", "problems"), rep.ToRepair, verb)
+		if err := writeFindings(w, rep.Plan); err != nil {
+			return err
+		}
+		if rep.ToRepair == 0 {
+			fmt.Fprintln(w, "nothing to repair")
+		}
+	}
+	if rep.Result == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return rep.Result.write(w, rep.Heartbeat != "")
+}
+
+// write prints what a repair did: the counts of the kind's actions, then
+// what could not be done.
+func (res *repairResult) write(w io.Writer, heartbeat bool) error {
+	d := res.done
+	rows := [][]string{{"dead participants freed or marked", strconv.Itoa(len(res.DeadParticipants))}}
+	for _, n := range d.counts {
+		rows = append(rows, []string{n.label, strconv.Itoa(n.n)})
+	}
+	rows = append(rows, []string{d.corruptLabel, strconv.Itoa(res.Corrupt)})
+	if heartbeat {
+		rows = append(rows, []string{"heartbeat members reclaimed", strconv.Itoa(len(res.Reclaimed))})
+	}
+	if err := cliutil.Table(w, []string{"repaired", "count"}, rows); err != nil {
+		return err
+	}
+	if d.note != "" {
+		fmt.Fprintln(w, d.note)
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(w, "not done: %s\n", p)
+	}
+	return nil
+}
+
+func repairCommand() *cli.Command {
+	return command("repair", "recover what dead processes left in a ring, deque or hash map (dry run unless --apply)", "PATH [--heartbeat HB] [--apply [--backup FILE | --no-backup]] [--json]", runRepair,
+		`Lists every problem the file's own Check finds and exactly what a repair does about each
+(an owner counts as dead only on proof: pid and start time, or another boot; never a
+timeout); without --apply nothing is changed, and the exit status is 1 when there is something
+to repair. With --apply the file is first copied to a backup (PATH.bak-<UTC time> unless
+--backup or --no-backup; an existing file is never overwritten), then the file's own Repair
+runs and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
+slots of dead members once their leases are back in the ring (rings only). A deque whose
+owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
+live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,
+		&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},
+		&cli.BoolFlag{Name: "apply", Usage: "repair (after making a backup); without it, only show what would be done"},
+		&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` before repairing (default PATH.bak-<UTC time>)"},
+		&cli.BoolFlag{Name: "no-backup", Usage: "repair without a backup"},
+		jsonFlag(),
+		cliutil.AllowModeFlag())
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+)
+
+var errEnough = errors.New("enough frames")
+
+func runWatch(c *cli.Context, path string) error {
+	interval, count := c.Duration("interval"), c.Int("count")
+	if interval <= 0 {
+		return cliutil.Usage("watch: --interval must be positive")
+	}
+	if count < 0 {
+		return cliutil.Usage("watch: --count must not be negative")
+	}
+	k, v, err := openView(c, path)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	frame := v.watch(path, interval)
+	if frame == nil {
+		return k.refuse(path, "watch", "rings and deques")
+	}
+	tty := cliutil.IsTerminal(c.App.Writer)
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	err = cliutil.Watch(ctx, c.App.Writer, interval, func(n int) (string, error) {
+		if count > 0 && n >= count {
+			return "", errEnough
+		}
+		out, err := frame(tty)
+		if err != nil {
+			return "", err
+		}
+		if count > 0 && n == count-1 {
+			cancel()
+		}
+		return out, nil
+	})
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
+}
+
+// frames makes a kind's frame function: sample under the guard, render
+// against the previous sample.
+func frames[S any](path string, sample func() S, render func(prev *S, cur S, tty bool) string) func(tty bool) (string, error) {
+	var prev *S
+	return func(tty bool) (string, error) {
+		var s S
+		if err := guard(path, func() error { s = sample(); return nil }); err != nil {
+			return "", err
+		}
+		out := render(prev, s, tty)
+		prev = &s
+		return out, nil
+	}
+}
+
+// rate is n per second over dt, "-" without an interval.
+func rate(dt time.Duration, n uint64) string {
+	if dt <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(n)/dt.Seconds(), 'f', 1, 64)
+}
+
+// watchCol is one column of a frame: its name (in the plain line; the
+// table header has spaces for underscores) and its value.
+type watchCol struct{ name, val string }
+
+func num(name string, v uint64) watchCol { return watchCol{name, strconv.FormatUint(v, 10)} }
+
+// renderFrame draws one frame: on a terminal a title and a table, else
+// one line "TIME name=value ...".
+func renderFrame(path string, interval time.Duration, at time.Time, tty bool, cols []watchCol) string {
+	var b strings.Builder
+	if !tty {
+		b.WriteString(at.UTC().Format(time.RFC3339))
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %s=%s", c.name, c.val)
+		}
+		b.WriteByte('\n')
+		return b.String()
+	}
+	fmt.Fprintf(&b, "ringctl watch %s   every %s   %s   (Ctrl-C to quit)\n\n", path, interval, at.Format("15:04:05"))
+	var heads, vals []string
+	for _, c := range cols {
+		heads, vals = append(heads, strings.ReplaceAll(c.name, "_", " ")), append(vals, c.val)
+	}
+	cliutil.Table(&b, heads, [][]string{vals})
+	return b.String()
+}
+
+func watchCommand() *cli.Command {
+	return command("watch", "a live view of a ring's or deque's depth, rates, leases and orphans (read-only)", "PATH [--interval D] [--count N]", runWatch,
+		`Redrawn in place on a terminal; one plain line per interval otherwise:
+  TIME depth=D/CAPACITY push/s=R pop/s=R leased=N orphaned=N full_hits=N empty_hits=N
+pop/s counts messages consumed: pops plus acked leases. For a deque:
+  TIME len=L/CAPACITY top=T bottom=B push/s=R take/s=R leased=N returned=N orphaned=N owner=O full_hits=N empty_hits=N
+take/s counts owner pops, steals and acked leases; O is alive, dead or none.
+Rates are "-" in the first frame.
+Ctrl-C ends it (exit 0).`,
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
+		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` frames (0: until Ctrl-C)"},
+		cliutil.AllowModeFlag())
+}

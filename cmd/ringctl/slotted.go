@@ -1,0 +1,322 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport"
+)
+
+// What inspect shows of every kind (the file, its participants) and of
+// slotted kinds (rings and deques share slot words and geometry).
+
+// fileJSON is the part of inspect's JSON every slotted kind (ring, deque)
+// shares: the file and its header. Embedded, its fields come first.
+type fileJSON[G any] struct {
+	Path       string      `json:"path"`
+	Kind       string      `json:"kind"`
+	Format     string      `json:"format"`
+	ID         string      `json:"id"`
+	Geometry   G           `json:"geometry"`
+	FileSize   uint64      `json:"file_size"`
+	Created    string      `json:"created"`
+	CreatedNS  int64       `json:"created_ns"`
+	Creator    creatorJSON `json:"creator"`
+	Generation uint64      `json:"generation"`
+}
+
+// slottedFile is the file part of a ring's or deque's inspect JSON.
+type slottedFile = fileJSON[geometryJSON]
+
+// fileInfo fills fileJSON from a file's header, id and geometry.
+func fileInfo[G any](path string, h layout.Header, id uint64, g G) fileJSON[G] {
+	return fileJSON[G]{
+		Path: path, Kind: h.Kind.String(), Format: fmt.Sprintf("%d.%d", h.Major, h.Minor),
+		ID: fmt.Sprintf("%016x", id), Geometry: g,
+		FileSize: h.FileSize, Created: utc(time.Unix(0, h.CreatedNano)), CreatedNS: h.CreatedNano,
+		Creator:    creatorJSON{PID: h.Creator.PID, StartTicks: h.Creator.StartTicks, BootID: bootID(h.Creator.BootID)},
+		Generation: h.Generation,
+	}
+}
+
+// slottedGeometry is a ring's or deque's geometry, as inspect shows it.
+func slottedGeometry(l *layout.RingLayout) geometryJSON {
+	return geometryJSON{Capacity: l.Capacity, SlotSize: l.SlotSize, PayloadMax: l.PayloadMax(),
+		Participants: l.Participants, DeliveryLimit: l.DeliveryLimit}
+}
+
+type geometryJSON struct {
+	Capacity      uint64 `json:"capacity"`
+	SlotSize      uint64 `json:"slot_size"`
+	PayloadMax    uint64 `json:"payload_max"`
+	Participants  uint64 `json:"participants"`
+	DeliveryLimit uint32 `json:"delivery_limit"`
+}
+
+type creatorJSON struct {
+	PID        uint32 `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	BootID     string `json:"boot_id"`
+}
+
+// lines are the key-value lines about the file that open inspect's text
+// output; geometry is the geometry in words.
+func (f fileJSON[G]) lines(geometry string) [][2]string {
+	cr := f.Creator
+	return [][2]string{
+		{"path", f.Path},
+		{"kind", f.Kind + ", format " + f.Format},
+		{"id", f.ID},
+		{"geometry", geometry},
+		{"file size", fmt.Sprintf("%d bytes", f.FileSize)},
+		{"created", fmt.Sprintf("%s by pid %d (start %d, boot %s)", f.Created, cr.PID, cr.StartTicks, cr.BootID)},
+		{"generation", strconv.FormatUint(f.Generation, 10)},
+	}
+}
+
+// headerPairs are the lines about a ring or deque file.
+func headerPairs(f slottedFile) [][2]string {
+	g := f.Geometry
+	return f.lines(fmt.Sprintf("%d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d",
+		g.Capacity, g.SlotSize, g.PayloadMax, g.Participants, g.DeliveryLimit))
+}
+
+type participantJSON struct {
+	Index      int    `json:"index"`
+	State      string `json:"state"`
+	PID        int32  `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	Attached   string `json:"attached"`
+	Alive      bool   `json:"alive"`
+	Reason     string `json:"reason"`
+}
+
+// participantsJSON lists the entries of a participant table that are not free.
+func participantsJSON(peers []transport.PeerStatus) []participantJSON {
+	out := []participantJSON{}
+	for _, p := range peers {
+		if p.State == "free" {
+			continue
+		}
+		out = append(out, participantJSON{Index: p.Index, State: p.State, PID: p.ID.PID,
+			StartTicks: p.ID.Start, Attached: utc(p.Attached), Alive: !p.Dead, Reason: p.Reason})
+	}
+	return out
+}
+
+// Slot classes, as inspect and watch count them. Each slot is in exactly
+// one; "orphaned" takes writing, reading and leased slots whose owner is
+// proven dead out of their state's class (Scan's verdict).
+const (
+	classFree     = "free"
+	classReady    = "ready"
+	classWriting  = "writing"
+	classReading  = "reading"
+	classLeased   = "leased"
+	classReturned = "returned" // deques only: a message handed back, taken again before newer ones
+	classOrphaned = "orphaned"
+	classPoisoned = "poisoned"
+	classCorrupt  = "corrupt"
+)
+
+// classOf puts a slot from Scan in its class.
+func classOf(s transport.SlotReport) string {
+	switch s.Problem {
+	case transport.SlotCorrupt:
+		return classCorrupt
+	case transport.SlotOrphanedWrite, transport.SlotOrphanedRead, transport.SlotOrphanedLease:
+		return classOrphaned
+	}
+	return s.Word.State.String()
+}
+
+// countSlots counts the slots of a scan in each class; every slot Scan
+// does not list is free.
+func countSlots(slots []transport.SlotReport, capacity uint64) map[string]uint64 {
+	n := map[string]uint64{classFree: capacity - uint64(len(slots))}
+	for _, s := range slots {
+		n[classOf(s)]++
+	}
+	return n
+}
+
+// problemName is a SlotProblem in snake case, as JSON prints it.
+func problemName(p transport.SlotProblem) string {
+	return strings.ReplaceAll(p.String(), " ", "_")
+}
+
+// wordJSON is what inspect shows of a slot's or bucket's control word:
+// its state, Scan's problem, the word, and its owner.
+type wordJSON struct {
+	State      string `json:"state"`
+	Problem    string `json:"problem"`
+	Word       string `json:"word"`
+	Owner      int    `json:"owner"`
+	OwnerPID   int32  `json:"owner_pid"`
+	OwnerAlive *bool  `json:"owner_alive,omitempty"`
+}
+
+// newWordJSON fills wordJSON; owner is a participant index (-1 for
+// none), known when it is one of the table's entries.
+func newWordJSON(state, problem string, raw uint64, owner int, known bool, pid int32, alive bool) wordJSON {
+	w := wordJSON{State: state, Problem: problem, Word: fmt.Sprintf("%#016x", raw), Owner: owner}
+	if known {
+		w.OwnerPID, w.OwnerAlive = pid, &alive
+	}
+	return w
+}
+
+type slotJSON struct {
+	Index    uint64 `json:"index"`
+	Position uint64 `json:"position"`
+	wordJSON
+	Length     uint32 `json:"length"`
+	Deliveries uint8  `json:"deliveries"`
+	Error      string `json:"error,omitempty"`
+}
+
+// slotsJSON describes every slot Scan listed (all but the plain free
+// ones); front is the head (a deque's top), for positions.
+func slotsJSON(l *layout.RingLayout, slots []transport.SlotReport, front uint64) []slotJSON {
+	out := []slotJSON{}
+	for _, s := range slots {
+		out = append(out, slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
+			wordJSON: newWordJSON(s.Word.State.String(), problemName(s.Problem), s.Raw, s.Owner,
+				s.Owner >= 0 && uint64(s.Owner) < l.Participants, s.OwnerID.PID, s.Alive),
+			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: strip(s.Err)})
+	}
+	return out
+}
+
+var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries"}
+
+// row is a slot's line in inspect --slots, under slotHeaders.
+func (s slotJSON) row() []string {
+	owner, alive := ownerCells(s.OwnerPID, s.OwnerAlive)
+	return []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
+		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))}
+}
+
+// ownerCells are the owner pid and alive cells of a slot or bucket row:
+// "-" without an owner.
+func ownerCells(pid int32, alive *bool) (string, string) {
+	if alive == nil {
+		return "-", "-"
+	}
+	return strconv.Itoa(int(pid)), yesNo(*alive)
+}
+
+// problemCell is a Scan problem name for people, with why a word is corrupt.
+func problemCell(problem, why string) string {
+	p := strings.ReplaceAll(problem, "_", " ")
+	if why != "" {
+		p += ": " + why
+	}
+	return p
+}
+
+// slotBytes is the byte range of slot i of a slotted file, for hexdump --slot.
+func slotBytes(path string, h layout.Header, i int, lay func(string, layout.Header) (layout.RingLayout, error)) (lo, hi int64, err error) {
+	l, err := lay(path, h)
+	if err != nil {
+		return 0, 0, err
+	}
+	if i < 0 || uint64(i) >= l.Capacity {
+		return 0, 0, cliutil.Usage("hexdump: --slot %d: the %s has slots 0 to %d", i, h.Kind, l.Capacity-1)
+	}
+	lo = int64(h.HeaderSize) + int64(l.SlotOff(uint64(i)))
+	return lo, lo + int64(l.SlotSize), nil
+}
+
+// counter is one named number of a report's two-column tables.
+type counter struct {
+	name string
+	v    uint64
+}
+
+// table is a titled table of a report; title may be empty.
+type table struct {
+	title   string
+	headers []string
+	rows    [][]string
+}
+
+// textReport is inspect's text for any kind: the file's lines, the
+// counters, the states, the participants, the kind's own tables, the
+// problems Check found, and with --slots the slot (bucket) list.
+type textReport struct {
+	pairs        [][2]string
+	counters     []counter
+	unit         string // the states table's second column: "slots", "buckets"
+	states       []counter
+	participants []participantJSON
+	tables       []table
+	check        checkJSON
+	list         *table // --slots only
+	empty        string // said instead of an empty list
+}
+
+func (r textReport) write(w io.Writer) error {
+	cliutil.KeyValues(w, append(r.pairs, [2]string{"problems", r.check.line()}))
+	for _, t := range []table{{headers: []string{"counter", "value"}, rows: counterRows(r.counters)},
+		{headers: []string{"state", r.unit}, rows: counterRows(r.states)}} {
+		fmt.Fprintln(w)
+		if err := cliutil.Table(w, t.headers, t.rows); err != nil {
+			return err
+		}
+	}
+	if err := writeParticipants(w, r.participants); err != nil {
+		return err
+	}
+	for _, t := range r.tables {
+		if len(t.rows) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if t.title != "" {
+			fmt.Fprintln(w, t.title)
+		}
+		if err := cliutil.Table(w, t.headers, t.rows); err != nil {
+			return err
+		}
+	}
+	if err := r.check.write(w); err != nil {
+		return err
+	}
+	if r.list == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if len(r.list.rows) == 0 {
+		fmt.Fprintln(w, r.empty)
+		return nil
+	}
+	return cliutil.Table(w, r.list.headers, r.list.rows)
+}
+
+func counterRows(cs []counter) [][]string {
+	rows := [][]string{}
+	for _, c := range cs {
+		rows = append(rows, []string{c.name, strconv.FormatUint(c.v, 10)})
+	}
+	return rows
+}
+
+// writeParticipants prints the participant table, if any entry is in use.
+func writeParticipants(w io.Writer, ps []participantJSON) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	rows := [][]string{}
+	for _, p := range ps {
+		rows = append(rows, []string{strconv.Itoa(p.Index), p.State, strconv.Itoa(int(p.PID)),
+			strconv.FormatUint(p.StartTicks, 10), yesNo(p.Alive) + " (" + p.Reason + ")", p.Attached})
+	}
+	return cliutil.Table(w, []string{"participant", "state", "pid", "start", "alive", "attached"}, rows)
+}
