@@ -36,3 +36,29 @@ func BenchmarkConsumerSide(b *testing.B) {
 		rec.record(now - h.sent)
 	}
 }
+
+// Recording one latency: in a histogram of the process's own (popping
+// consumers), and in a shared one (leased consumers, whose latencies
+// must survive them).
+func BenchmarkRecordLatency(b *testing.B) {
+	b.Run("recorder", func(b *testing.B) {
+		r := newRecorder()
+		for i := 0; b.Loop(); i++ {
+			r.record(int64(100000 + i%4096*37))
+		}
+	})
+	b.Run("shared", func(b *testing.B) {
+		l, err := newSharedLatency(1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.close()
+		w, err := l.writer(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; b.Loop(); i++ {
+			w.record(int64(100000 + i%4096*37))
+		}
+	})
+}

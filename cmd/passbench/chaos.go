@@ -21,6 +21,13 @@ import (
 // of the duration. A counted run always reaches every point, since
 // nothing is lost (every message is received at least once before the run
 // ends), so it always makes its N kills.
+//
+// A plan with a gate (a counted `run`) also holds the producers back: they
+// may run only chaosLead of the messages ahead of the next point, until
+// its kill is made and the replacement is working. Without that, the
+// consumers went on while a replacement started (an exec, slow on a
+// loaded machine), and a later kill could come after the last data
+// message had been received.
 const (
 	chaosFrom = 0.05
 	chaosTo   = 0.60
@@ -67,8 +74,9 @@ type chaosPlan struct {
 	at    []int64 // progress points (counted run) or ns since the start (timed run)
 	timed bool
 
-	progress func() int64                    // messages received so far
-	replace  func(ctx context.Context) error // starts a replacement and waits until it works
+	progress func() int64                                    // messages received so far
+	replace  func(ctx context.Context, victim *worker) error // starts a replacement for victim and waits until it works
+	gate     func(next int64)                                // nil, or holds the producers before the point next (0: lets them go)
 
 	mu    sync.Mutex
 	kills []ChaosKill
@@ -79,7 +87,7 @@ type chaosPlan struct {
 // newChaosPlan draws n kill moments from seed: between 5 % and 60 % of
 // total messages, or of d in a timed run (total 0).
 func newChaosPlan(n int, seed int64, role string, total int64, d time.Duration,
-	progress func() int64, replace func(ctx context.Context) error) *chaosPlan {
+	progress func() int64, replace func(ctx context.Context, victim *worker) error) *chaosPlan {
 	p := &chaosPlan{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)), role: role,
 		timed: total == 0, progress: progress, replace: replace, done: make(chan struct{})}
 	span := float64(total)
@@ -100,11 +108,19 @@ func (p *chaosPlan) start(ctx context.Context, f *fleet) {
 	}()
 }
 
+// holdAt sets the gate, if any, before the point next (0: none left).
+func (p *chaosPlan) holdAt(next int64) {
+	if p.gate != nil {
+		p.gate(next)
+	}
+}
+
 func (p *chaosPlan) run(ctx context.Context, f *fleet) error {
+	defer p.holdAt(0) // whatever happens, the producers must not wait for kills that will not come
 	begin := int64(f.ctl.start.Load())
 	t := time.NewTicker(chaosPoll)
 	defer t.Stop()
-	for _, at := range p.at {
+	for k, at := range p.at {
 		for {
 			now := shm.MonoNow()
 			reached := p.progress() >= at
@@ -120,8 +136,11 @@ func (p *chaosPlan) run(ctx context.Context, f *fleet) error {
 				p.mu.Lock()
 				p.kills = append(p.kills, ChaosKill{Role: victim.role, ID: victim.id, AtNs: now - begin, Progress: p.progress()})
 				p.mu.Unlock()
-				if err := p.replace(ctx); err != nil {
+				if err := p.replace(ctx, victim); err != nil {
 					return fmt.Errorf("starting a replacement for %s %d: %w", victim.role, victim.id, err)
+				}
+				if k+1 < len(p.at) {
+					p.holdAt(p.at[k+1])
 				}
 				break
 			}

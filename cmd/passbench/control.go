@@ -18,6 +18,8 @@ import (
 //	body+4    stop word (u32): pass workers stop serving once it is 1
 //	body+8    start (u64): shm.MonoNow() when the parent said go
 //	body+16   deadline (u64): when producers stop in a timed run, else 0
+//	body+24   gate (u32): gated producers send only sequence numbers below
+//	          it, while it is not 0 (a counted --chaos run); a futex word
 //	body+64·(1+i)  worker i, on its own cache line:
 //	          +0  state (u32): workerStarting, then workerReady
 //	          +4  waiter (u32): a pass submitter sleeps on the done word
@@ -39,6 +41,7 @@ const (
 	ctlStop     = 4
 	ctlStart    = 8
 	ctlDeadline = 16
+	ctlGate     = 24
 	ctlLine     = layout.CacheLine
 )
 
@@ -69,6 +72,7 @@ type control struct {
 	stop    *atomic.Uint32
 	start   *atomic.Uint64
 	dead    *atomic.Uint64
+	gate    *atomic.Uint32
 }
 
 // newControl creates the control file for n workers; spares more lines
@@ -110,7 +114,9 @@ func viewControl(r *shm.Region, n int) (*control, error) {
 	if c.goWord, err = r.Uint32(layout.HeaderSize + ctlGo); err == nil {
 		if c.stop, err = r.Uint32(layout.HeaderSize + ctlStop); err == nil {
 			if c.start, err = r.Uint64(layout.HeaderSize + ctlStart); err == nil {
-				c.dead, err = r.Uint64(layout.HeaderSize + ctlDeadline)
+				if c.dead, err = r.Uint64(layout.HeaderSize + ctlDeadline); err == nil {
+					c.gate, err = r.Uint32(layout.HeaderSize + ctlGate)
+				}
 			}
 		}
 	}
@@ -190,6 +196,13 @@ func (c *control) begin(d time.Duration) {
 	}
 	c.goWord.Store(1)
 	shm.FutexWake(c.goWord, -1)
+}
+
+// setGate lets gated producers send sequence numbers below g (0: all),
+// and wakes those waiting.
+func (c *control) setGate(g uint32) {
+	c.gate.Store(g)
+	shm.FutexWake(c.gate, -1)
 }
 
 // stopServing tells pass workers to stop.

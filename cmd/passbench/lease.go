@@ -208,38 +208,49 @@ type leaseKit struct {
 	hb     *heartbeat.Table
 	member *heartbeat.Member
 	seen   *sharedSeen
+	lat    *sharedLatency
+	rec    *latWriter // this consumer's slot of lat
 
 	stopBeat chan struct{}
 	beating  sync.WaitGroup
 }
 
-// openLeaseKit registers the consumer in the heartbeat table, maps the
-// shared bitmap, and starts beating; with no table (deque), it only maps
-// the bitmap.
+// openLeaseKit maps the shared bitmap and latency histograms, registers
+// the consumer in the heartbeat table, and starts beating; with no table
+// (deque), it only maps the shared files.
 func openLeaseKit(j *job) (*leaseKit, error) {
+	seen, err := openSharedSeen(j.Seen, seenLimits(j.PerProducer))
+	if err != nil {
+		return nil, err
+	}
+	lat, err := openSharedLatency(j.Latency, j.LatSlots)
+	if err != nil {
+		seen.close()
+		return nil, err
+	}
+	rec, err := lat.writer(j.LatSlot)
+	if err != nil {
+		lat.close()
+		seen.close()
+		return nil, err
+	}
 	if j.Heartbeat == "" {
-		seen, err := openSharedSeen(j.Seen, seenLimits(j.PerProducer))
-		if err != nil {
-			return nil, err
-		}
-		return &leaseKit{seen: seen}, nil
+		return &leaseKit{seen: seen, lat: lat, rec: rec}, nil
 	}
 	hb, err := heartbeat.Open(j.Heartbeat)
 	if err != nil {
+		lat.close()
+		seen.close()
 		return nil, err
 	}
 	m, err := hb.Register(fmt.Sprintf("consumer-%d", j.ID))
 	if err != nil {
 		hb.Close()
+		lat.close()
+		seen.close()
 		return nil, err
 	}
-	seen, err := openSharedSeen(j.Seen, seenLimits(j.PerProducer))
-	if err != nil {
-		m.Unregister()
-		hb.Close()
-		return nil, err
-	}
-	k := &leaseKit{hb: hb, member: m, seen: seen, stopBeat: make(chan struct{})}
+	k := &leaseKit{hb: hb, member: m, seen: seen, lat: lat, rec: rec, stopBeat: make(chan struct{})}
 	k.beating.Add(1)
 	go func() {
 		defer k.beating.Done()
@@ -258,12 +269,13 @@ func openLeaseKit(j *job) (*leaseKit, error) {
 }
 
 func (k *leaseKit) close() error {
+	files := errors.Join(k.seen.close(), k.lat.close())
 	if k.member == nil {
-		return k.seen.close()
+		return files
 	}
 	close(k.stopBeat)
 	k.beating.Wait()
-	return errors.Join(k.member.Unregister(), k.hb.Close(), k.seen.close())
+	return errors.Join(k.member.Unregister(), k.hb.Close(), files)
 }
 
 // claim leases the next message, polling or blocking as the end does.
@@ -294,14 +306,17 @@ type leaser interface {
 
 // consumeLeased is consume with leases: for each message Claim, record
 // the lease in the heartbeat slot, verify, mark it in the shared bitmap,
-// count it in the control line, then Ack and clear the record, until an
-// end marker. A message is counted as received before it is acked: if the
-// consumer dies in between, the message comes again and counts as a
-// duplicate, never as lost.
+// record its latency in the consumer's shared histogram (first receipts
+// only), count it in the control line, then Ack and clear the record,
+// until an end marker. A message is counted as received before it is
+// acked: if the consumer dies in between, the message comes again and
+// counts as a duplicate, never as lost. Everything counted is in shared
+// memory, so the report carries no latencies: the parent reads them from
+// the shared histograms, killed consumers' included.
 func consumeLeased(j *job, e leaser, k *leaseKit, line ctlLineWords) (*report, error) {
 	fileID := e.fileID()
-	rec := newRecorder()
-	rep := &report{Role: roleConsumer, ID: j.ID, rec: rec}
+	rec := k.rec
+	rep := &report{Role: roleConsumer, ID: j.ID}
 	var received, dup, corrupt uint64
 	for {
 		l, err := e.claim()

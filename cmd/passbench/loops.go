@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -19,8 +20,9 @@ const checkEvery = 256
 
 // produce sends this producer's share: per-producer count, or until the
 // deadline of a timed run. Each message is stamped with the send time just
-// before it is sent.
-func produce(ctx context.Context, j *job, tx endpoint, deadline int64) (*report, error) {
+// before it is sent. With a gate (counted --chaos runs), a sequence number
+// is sent only once it is below the gate word, or the word is 0.
+func produce(ctx context.Context, j *job, tx endpoint, deadline int64, gate *atomic.Uint32) (*report, error) {
 	msg := newMsg(j.Lane.Payload, uint32(j.ID))
 	limit := uint64(math.MaxUint64)
 	if j.PerProducer != nil {
@@ -41,6 +43,11 @@ func produce(ctx context.Context, j *job, tx endpoint, deadline int64) (*report,
 			default:
 			}
 		}
+		if gate != nil {
+			if err := awaitGate(ctx, gate, seq); err != nil {
+				return nil, err
+			}
+		}
 		now := shm.MonoNow()
 		if deadline != 0 && now >= deadline {
 			break
@@ -58,6 +65,22 @@ func produce(ctx context.Context, j *job, tx endpoint, deadline int64) (*report,
 	}
 	rep.Sent, rep.Last = int64(seq), shm.MonoNow()
 	return rep, nil
+}
+
+// awaitGate waits until seq may be sent: the gate word is 0 or above it.
+func awaitGate(ctx context.Context, gate *atomic.Uint32, seq uint64) error {
+	for {
+		g := gate.Load()
+		if g == 0 || seq < uint64(g) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		if err := shm.FutexWait(gate, g, pollInterval); err != nil && !errors.Is(err, shm.ErrTimeout) {
+			return fmt.Errorf("waiting at the gate: %w", err)
+		}
+	}
 }
 
 // progressEvery is how many messages a consumer receives between updates

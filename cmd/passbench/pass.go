@@ -459,7 +459,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 		seed := chaosSeed(s.Seed, s.SeedSet)
 		s.u.note("chaos: seed %d (repeat the kill plan with --seed %d)", seed, seed)
 		nextID, nextIdx := W, W+S
-		replace := func(ctx context.Context) error {
+		replace := func(ctx context.Context, _ *worker) error {
 			j := base
 			j.Role, j.Index, j.ID = rolePassWorker, nextIdx, nextID
 			nextID++

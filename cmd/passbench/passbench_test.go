@@ -658,19 +658,141 @@ func checkChaosJSON(t *testing.T, out string, want int, role string) {
 }
 
 // --chaos on run: consumers are killed at moments tied to their progress,
-// so a counted run always makes every kill; nothing may be lost.
+// so a counted run always makes every kill; nothing may be lost. The
+// producers wait at each kill point until its kill is made, so every kill
+// comes while messages are still to be delivered, however slowly a
+// replacement starts; and the latencies are there (checkRunJSON), killed
+// consumers' included.
 func TestRunChaos(t *testing.T) {
 	for _, mode := range []string{modePoll, modeBlock} {
 		t.Run(mode, func(t *testing.T) {
-			out, code, err := runApp(t, "run", "--mode", mode, "--producers", "2", "--consumers", "2",
-				"--messages", "20000", "--capacity", "256", "--chaos", "2", "--json")
+			const msgs, producers, kills = 20000, 2, 2
+			out, code, err := runApp(t, "run", "--mode", mode, "--producers", strconv.Itoa(producers), "--consumers", "2",
+				"--messages", strconv.Itoa(msgs), "--capacity", "256", "--chaos", strconv.Itoa(kills), "--json")
 			if code != 0 {
 				t.Fatalf("exit %d: %v\n%s", code, err, out)
 			}
-			checkChaosJSON(t, out, 2, roleConsumer)
+			checkChaosJSON(t, out, kills, roleConsumer)
+			checkKillsBeforeEnd(t, out, msgs, producers, kills)
 			checkNoLeftovers(t)
 		})
 	}
+}
+
+// checkKillsBeforeEnd checks that every kill of a counted chaos run came
+// at most chaosLead of the messages after its point (at most 60 %), give
+// or take the producers' rounding and a copy per kill: well before the
+// last data message.
+func checkKillsBeforeEnd(t *testing.T, out string, msgs, producers, kills int64) {
+	t.Helper()
+	var rep struct {
+		Chaos ChaosReport `json:"chaos"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	bound := int64((chaosTo+chaosLead)*float64(msgs)) + producers + kills
+	for _, k := range rep.Chaos.Kills {
+		if k.Progress > bound || k.Progress >= msgs {
+			t.Errorf("killed %s %d at progress %d of %d messages, after the bound %d", k.Role, k.ID, k.Progress, msgs, bound)
+		}
+	}
+}
+
+// A chaos run's latencies come from every consumer, killed or not: one
+// sample per message (its first receipt), but for at most one per kill
+// (a consumer killed between marking a message and recording its
+// latency). With one consumer, the first one killed has received at
+// least 5 % of the messages; their latencies once died with it.
+func TestChaosLatencyKeepsKilled(t *testing.T) {
+	for _, tr := range []string{"ring", "deque"} {
+		t.Run(tr, func(t *testing.T) {
+			s := testRunSpec(tr, modeBlock)
+			s.Consumers, s.Messages, s.Capacity, s.Chaos, s.Seed, s.SeedSet = 1, 20000, 256, 2, 3, true
+			if tr == "deque" {
+				s.Producers = 1
+			}
+			r, err := runThroughput(t.Context(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Lost != 0 || r.Corrupt != 0 || r.Killed != 2 || r.Chaos == nil || len(r.Chaos.Kills) != 2 {
+				t.Fatalf("lost %d, corrupt %d, killed %d, chaos %+v", r.Lost, r.Corrupt, r.Killed, r.Chaos)
+			}
+			if n := r.Hist.TotalCount(); n < r.Messages-int64(r.Killed) || n > r.Messages {
+				t.Errorf("%d latencies for %d messages and %d kills", n, r.Messages, r.Killed)
+			}
+			checkLatency(t, &r, r.Hist.TotalCount())
+			checkResultJSON(t, r)
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// checkResultJSON checks r as `run --json` prints it.
+func checkResultJSON(t *testing.T, r Result) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, RunReport{Envelope: newEnvelope(runFormat), Result: r}); err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &obj); err != nil {
+		t.Fatal(err)
+	}
+	checkRunJSON(t, obj)
+}
+
+// killAllWhenDone is a chaos agent that, once the consumers have received
+// every message, kills them all: no consumer reports, and every latency
+// is in the shared histograms of the killed ones.
+type killAllWhenDone struct {
+	total int64
+	done  chan struct{}
+	n     int
+}
+
+func (k *killAllWhenDone) start(ctx context.Context, f *fleet) {
+	go func() {
+		defer close(k.done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for f.ctl.progress() < k.total {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		for _, w := range f.list() {
+			if w.role == roleConsumer {
+				f.killOnPurpose(w)
+				k.n++
+			}
+		}
+	}()
+}
+
+func (k *killAllWhenDone) finish() error { <-k.done; return nil }
+func (k *killAllWhenDone) killed() int   { <-k.done; return k.n }
+
+// Every consumer killed after the last message: the JSON still carries
+// the latencies, of every message (latency_ns was all zeros when only
+// the consumers that finished reported latencies).
+func TestLatencyOfKilledConsumers(t *testing.T) {
+	s := testRunSpec("ring", "")
+	s.Lease = true
+	s.chaos = &killAllWhenDone{total: s.Messages, done: make(chan struct{})}
+	r, err := runThroughput(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != s.Consumers {
+		t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d", r.Lost, r.Corrupt, r.Duplicated, r.Killed)
+	}
+	checkResultJSON(t, r)
+	checkLatency(t, &r, s.Messages)
+	checkNoLeftovers(t)
 }
 
 // A timed chaos run, and leased consumption without kills (no
@@ -818,6 +940,7 @@ func TestRunDequeChaos(t *testing.T) {
 				t.Fatalf("exit %d: %v\n%s", code, err, out)
 			}
 			checkChaosJSON(t, out, 2, roleConsumer)
+			checkKillsBeforeEnd(t, out, 20000, 1, 2)
 			if !strings.Contains(out, `"deque": {`) || !strings.Contains(out, `"lease": true`) {
 				t.Errorf("no deque stats or lease in %s", out)
 			}

@@ -187,7 +187,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 	}
 	for i := range s.Consumers {
 		j := base
-		j.Role, j.Index, j.ID = roleConsumer, s.Producers+i, i
+		j.Role, j.Index, j.ID, j.LatSlot = roleConsumer, s.Producers+i, i, i
 		if s.Record != "" {
 			j.Record = filepath.Join(s.Record, fmt.Sprintf("consumer-%d.txt", i))
 		}
@@ -273,22 +273,27 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 
 // leasedRun is the parent's side of a leased run.
 type leasedRun struct {
-	f       *fleet
-	ln      lane             // a ring or a deque
-	hb      *heartbeat.Table // ring only
-	seen    *sharedSeen
-	watch   *leaseWatch
-	base    job
-	nextID  int // the next replacement consumer's number
-	nextIdx int // ... and line in the control file
+	f         *fleet
+	ln        lane             // a ring or a deque
+	hb        *heartbeat.Table // ring only
+	seen      *sharedSeen
+	lat       *sharedLatency
+	watch     *leaseWatch
+	base      job
+	producers int
+	messages  int64 // in all; 0 in a timed run
+	nextID    int   // the next replacement consumer's number
+	nextIdx   int   // ... and line in the control file
 }
 
 // newLeasedRun creates the heartbeat table (ring only: the deque's own
 // participant table proves a thief dead, and its Repair returns the
-// thief's leases) and the shared bitmap, and fills in what every
-// consumer's job needs to find them.
+// thief's leases), the shared bitmap and the shared latency histograms,
+// and fills in what every consumer's job needs to find them. The
+// producers of a counted --chaos run are gated (chaosPlan).
 func newLeasedRun(f *fleet, base *job, ln lane, s runSpec) (*leasedRun, error) {
-	lr := &leasedRun{f: f, ln: ln, nextID: s.Consumers, nextIdx: s.Producers + s.Consumers}
+	lr := &leasedRun{f: f, ln: ln, producers: s.Producers, messages: s.Messages,
+		nextID: s.Consumers, nextIdx: s.Producers + s.Consumers}
 	switch l := ln.(type) {
 	case *ringLane:
 		name, err := shmName("hb")
@@ -319,8 +324,14 @@ func newLeasedRun(f *fleet, base *job, ln lane, s runSpec) (*leasedRun, error) {
 		return nil, err
 	}
 	f.addFile(seen)
-	base.Lease, base.Seen = true, seen.path
-	lr.seen, lr.base = seen, *base
+	lat, err := newSharedLatency(s.Consumers)
+	if err != nil {
+		return nil, err
+	}
+	f.addFile(lat)
+	base.Lease, base.Seen, base.Latency, base.LatSlots = true, seen.path, lat.path, lat.slots
+	base.Gated = s.Chaos > 0 && s.Messages > 0
+	lr.seen, lr.lat, lr.base = seen, lat, *base
 	return lr, nil
 }
 
@@ -331,14 +342,45 @@ func (lr *leasedRun) chaosPlan(s runSpec) *chaosPlan {
 	if s.u != nil {
 		s.u.note("chaos: seed %d (repeat the kill plan with --seed %d)", seed, seed)
 	}
-	return newChaosPlan(s.Chaos, seed, roleConsumer, s.Messages, s.Duration, lr.f.ctl.progress, lr.replaceConsumer)
+	p := newChaosPlan(s.Chaos, seed, roleConsumer, s.Messages, s.Duration, lr.f.ctl.progress, lr.replaceConsumer)
+	if lr.base.Gated {
+		p.gate = lr.gateAt
+		p.holdAt(p.at[0]) // before the run starts
+	}
+	return p
 }
 
-// replaceConsumer starts a new consumer on the next spare line and waits
+// chaosLead is how far the producers of a counted --chaos run may run
+// ahead of the next kill point, as a fraction of the messages: enough
+// that a kill usually finds messages in flight, and little enough that
+// every kill comes while at least 35 % of the messages (1 − chaosTo −
+// chaosLead) are still to be delivered.
+const chaosLead = 0.05
+
+// gateAt holds the producers until the consumers' progress reaches the
+// kill point at: together they may send at + chaosLead × messages (each
+// its share, rounded up), and no more until the gate moves. at 0 lets
+// them go.
+func (lr *leasedRun) gateAt(at int64) {
+	if at == 0 {
+		lr.f.ctl.setGate(0)
+		return
+	}
+	limit := at + int64(chaosLead*float64(lr.messages))
+	per := (limit + int64(lr.producers) - 1) / int64(lr.producers)
+	if per > maxLeasedSeq { // beyond every producer's share
+		lr.f.ctl.setGate(0)
+		return
+	}
+	lr.f.ctl.setGate(uint32(max(per, 1)))
+}
+
+// replaceConsumer starts a new consumer for victim on the next spare
+// line, with victim's latency slot (victim is dead and reaped), and waits
 // until it is ready.
-func (lr *leasedRun) replaceConsumer(ctx context.Context) error {
+func (lr *leasedRun) replaceConsumer(ctx context.Context, victim *worker) error {
 	j := lr.base
-	j.Role, j.Index, j.ID = roleConsumer, lr.nextIdx, lr.nextID
+	j.Role, j.Index, j.ID, j.LatSlot = roleConsumer, lr.nextIdx, lr.nextID, victim.job.LatSlot
 	lr.nextIdx++
 	lr.nextID++
 	if err := lr.f.spawn(j, nil, lr.ln); err != nil {
@@ -348,8 +390,8 @@ func (lr *leasedRun) replaceConsumer(ctx context.Context) error {
 }
 
 // tally is tally for a leased run: the counts come from the shared
-// bitmap and the consumers' control lines, killed consumers included;
-// latencies from the consumers that finished.
+// bitmap and the consumers' control lines, the latencies from the shared
+// histograms, killed consumers included.
 func (lr *leasedRun) tally(prods, cons []*report) Result {
 	var res Result
 	sent := make([]int64, len(prods))
@@ -371,15 +413,12 @@ func (lr *leasedRun) tally(prods, cons []*report) Result {
 		res.Corrupt += int64(l.corrupt.Load())
 		last = max(last, int64(l.last.Load()))
 	}
-	rec := newRecorder()
 	for _, c := range cons {
 		if c.Why != "" && res.why == "" {
 			res.why = fmt.Sprintf("consumer %d: %s", c.ID, c.Why)
 		}
-		if c.rec != nil {
-			rec.merge(c.rec)
-		}
 	}
+	rec := lr.lat.recorder()
 	distinct, extra := lr.seen.distinct(sent)
 	res.Corrupt += extra
 	res.Lost = res.Messages - distinct

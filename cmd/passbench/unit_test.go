@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/shmkit/shmkit/shm"
 )
 
 func TestMessageChecks(t *testing.T) {
@@ -189,5 +196,90 @@ func TestSharedSeen(t *testing.T) {
 	// Producer 2 says it sent 60: sequence 69 is beyond.
 	if d, x := s.distinct([]int64{100, 0, 60}); d != 2 || x != 1 {
 		t.Errorf("distinct %d, extra %d; want 2, 1", d, x)
+	}
+}
+
+// The shared latency histograms bucket as newRecorder's HDR histogram
+// does: rebuilt in the parent, they give the same counts, and so the same
+// percentiles, as the values recorded directly; and a replacement that
+// takes over a slot carries on from what its victim recorded.
+func TestSharedLatencyMatchesRecorder(t *testing.T) {
+	l := &sharedLatency{slots: 2, words: make([]uint64, 2*latSlotWords)}
+	want := newRecorder()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vals []int64
+	for _, v := range []int64{-5, 0, 1, 2, 2047, 2048, 2049, 4095, 4096, 1 << 20, histMax - 1, histMax, histMax + 1, math.MaxInt64} {
+		vals = append(vals, v)
+	}
+	for range 20000 {
+		vals = append(vals, int64(math.Exp(rng.Float64()*math.Log(float64(histMax))))) // log-uniform over the range
+	}
+	var writers [2]*latWriter
+	for i, v := range vals {
+		slot := i % 2
+		if i%5000 < 2 { // the first writer, or a replacement taking the slot over
+			w, err := l.writer(slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writers[slot] = w
+		}
+		writers[slot].record(v)
+		want.record(v)
+	}
+	if n := len(want.h.Export().Counts); latCounts > n {
+		t.Fatalf("%d shared counts, the histogram has %d", latCounts, n)
+	}
+	got := l.recorder()
+	if !slices.Equal(got.h.Export().Counts, want.h.Export().Counts) {
+		t.Error("rebuilt histogram's counts differ from the recorder's")
+	}
+	if got.min != want.min || got.max != want.max || got.sum != want.sum || got.h.TotalCount() != int64(len(vals)) {
+		t.Errorf("min %d max %d sum %g count %d; want %d %d %g %d",
+			got.min, got.max, got.sum, got.h.TotalCount(), want.min, want.max, want.sum, len(vals))
+	}
+	var a, b Result
+	got.fill(&a)
+	want.fill(&b)
+	if a.Latency != b.Latency {
+		t.Errorf("latency %+v, want %+v", a.Latency, b.Latency)
+	}
+	if a := testing.AllocsPerRun(1000, func() { writers[0].record(12345) }); a != 0 {
+		t.Errorf("%v allocations per latency recorded", a)
+	}
+	if _, err := l.writer(2); err == nil {
+		t.Error("a slot beyond the file was handed out")
+	}
+	empty := (&sharedLatency{slots: 1, words: make([]uint64, latSlotWords)}).recorder()
+	var r Result
+	empty.fill(&r)
+	if empty.h.TotalCount() != 0 || r.Latency != (Latency{}) {
+		t.Errorf("nothing recorded, yet %d values, %+v", empty.h.TotalCount(), r.Latency)
+	}
+}
+
+// A gated producer may send below the gate, or anything once it is 0;
+// it waits at the gate until the gate moves, and gives up if its context
+// ends.
+func TestAwaitGate(t *testing.T) {
+	var gate atomic.Uint32
+	if err := awaitGate(t.Context(), &gate, 1<<40); err != nil {
+		t.Errorf("open gate: %v", err)
+	}
+	gate.Store(10)
+	if err := awaitGate(t.Context(), &gate, 9); err != nil {
+		t.Errorf("below the gate: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := awaitGate(ctx, &gate, 10); !errors.Is(err, context.Canceled) {
+		t.Errorf("at the gate, cancelled: %v", err)
+	}
+	released := make(chan error)
+	go func() { released <- awaitGate(t.Context(), &gate, 10) }()
+	gate.Store(11)
+	shm.FutexWake(&gate, -1)
+	if err := <-released; err != nil {
+		t.Errorf("after the gate moved: %v", err)
 	}
 }

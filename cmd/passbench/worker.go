@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/shmkit/shmkit/sched/pass"
 )
@@ -39,6 +40,14 @@ type job struct {
 	Lease     bool   `json:"lease,omitempty"`
 	Heartbeat string `json:"heartbeat,omitempty"` // heartbeat table path; none for a deque
 	Seen      string `json:"seen,omitempty"`      // shared bitmap path
+	Latency   string `json:"latency,omitempty"`   // shared latency histograms' path
+	LatSlots  int    `json:"lat_slots,omitempty"` // ... and how many it holds
+	LatSlot   int    `json:"lat_slot,omitempty"`  // this consumer's (a replacement takes its victim's)
+
+	// Gated: a producer sends a sequence number only while it is below
+	// the control file's gate word (0: no gate). A counted --chaos run
+	// holds the producers there until each kill is made.
+	Gated bool `json:"gated,omitempty"`
 }
 
 // report is what a worker hands back when it is done.
@@ -108,7 +117,11 @@ func runWorker(ctx context.Context, j *job, ctl *control, tx, rx endpoint, lk *l
 	_, progress := ctl.worker(j.Index)
 	switch j.Role {
 	case roleProducer:
-		return produce(ctx, j, tx, deadline)
+		var gate *atomic.Uint32
+		if j.Gated {
+			gate = ctl.gate
+		}
+		return produce(ctx, j, tx, deadline, gate)
 	case roleConsumer:
 		if lk != nil {
 			le, ok := rx.(leaser)
