@@ -21,6 +21,11 @@ const CrashPointEnv = "SHMKIT_CRASHPOINT"
 // and leave shared state that is not empty when the crash happens.
 const CrashPointAfterEnv = "SHMKIT_CRASHPOINT_AFTER"
 
+// CrashPointMark starts the line a process writes to its stderr just before
+// it kills itself at a crash point (followed by the point's name), so that a
+// test harness can tell a death at the armed point from any other SIGKILL.
+const CrashPointMark = "shm: killed at crash point "
+
 // crashArmed is read on every CrashPoint call; it is written only during
 // package initialisation, so the read needs no synchronisation.
 var (
@@ -93,6 +98,7 @@ func crashSlow(name string) {
 	if !crash.hit(name) {
 		return
 	}
+	_, _ = unix.Write(2, []byte(CrashPointMark+name+"\n"))
 	_ = unix.Kill(os.Getpid(), unix.SIGKILL)
 	// SIGKILL to ourselves is fatal before kill(2) returns to user space;
 	// should it ever not be, never continue past the crash point. Sleep

@@ -145,3 +145,11 @@ func crashChild(t *testing.T) {
 		fmt.Printf("passed %d\n", i)
 	}
 }
+
+// The harness recognises a death at a crash point by the mark this
+// package writes: they must agree.
+func TestCrashPointMarkMatchesHarness(t *testing.T) {
+	if CrashPointMark != proctest.CrashPointMark {
+		t.Fatalf("shm.CrashPointMark %q, proctest.CrashPointMark %q", CrashPointMark, proctest.CrashPointMark)
+	}
+}

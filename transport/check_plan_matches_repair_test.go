@@ -197,7 +197,7 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 			name: "dead producer mid-write",
 			setup: func(t *testing.T) checked {
 				r := newRing(t, RingConfig{Capacity: 8, Participants: 8})
-				runCrashChild(t, r.Path(), "producer", "ring.push.after-write", 1, "FIRST=1", "COUNT=1")
+				runCrashChild(t, r.Path(), "producer", crashRingPushAfterWrite, 1, "FIRST=1", "COUNT=1")
 				return r
 			},
 			want: []finding{
@@ -210,7 +210,7 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 			setup: func(t *testing.T) checked {
 				r := newRing(t, RingConfig{Capacity: 4, Participants: 8})
 				pushIDs(t, r.TryPush, 1, 2, 3, 4)
-				runCrashChild(t, r.Path(), "pop", "ring.pop.after-take", 1)
+				runCrashChild(t, r.Path(), "pop", crashRingPopAfterTake, 1)
 				return r
 			},
 			want: []finding{
@@ -245,7 +245,7 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				r := newRing(t, RingConfig{Capacity: 8, Participants: 8})
 				pushIDs(t, r.TryPush, 7)
 				runCrashChild(t, r.Path(), "hold", "test.lease.processing", 1)
-				runCrashChild(t, r.Path(), "repair", "ring.repair.after-requeue", 1)
+				runCrashChild(t, r.Path(), "repair", crashRingRepairAfterRequeue, 1)
 				return r
 			},
 			want: []finding{
@@ -325,7 +325,7 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 		},
 		{
 			name:  "dead thief mid-steal",
-			setup: prefilled("steal", "deque.steal.after-take", 3),
+			setup: prefilled("steal", crashDequeStealAfterTake, 3),
 			want: []finding{
 				{"slot[2].word", ProblemOrphanedRead, ActionReturn},
 				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
@@ -333,7 +333,7 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 		},
 		{
 			name:  "dead owner mid-pop",
-			setup: deadOwner("deque.pop.after-take", 2, "POP=3"),
+			setup: deadOwner(crashDequePopAfterTake, 2, "POP=3"),
 			want: []finding{
 				{"slot[8].word", ProblemOrphanedRead, ActionRollBack},
 				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
@@ -342,7 +342,7 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 		},
 		{
 			name:  "dead owner mid-push",
-			setup: deadOwner("deque.push.after-claim", 5),
+			setup: deadOwner(crashDequePushAfterClaim, 5),
 			want: []finding{
 				{"slot[4].word", ProblemOrphanedWrite, ActionRelease},
 				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
@@ -351,7 +351,7 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 		},
 		{
 			name:  "dead owner's push published, not counted",
-			setup: deadOwner("deque.push.after-write", 5),
+			setup: deadOwner(crashDequePushAfterWrite, 5),
 			want: []finding{
 				{"slot[4].word", ProblemUncounted, ActionCountIn},
 				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
@@ -363,8 +363,8 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 			setup: func(t *testing.T) checked {
 				d := newDeque(t, DequeConfig{Capacity: 16, DeliveryLimit: 5})
 				d.Close()
-				runDequeChild(t, d.Path(), "owner", "deque.pop.after-take", 1, "FIRST=1", "COUNT=10", "POP=1")
-				runDequeChild(t, d.Path(), "repair", "deque.repair.after-fix-bottom", 1)
+				runDequeChild(t, d.Path(), "owner", crashDequePopAfterTake, 1, "FIRST=1", "COUNT=10", "POP=1")
+				runDequeChild(t, d.Path(), "repair", crashDequeRepairAfterFixBottom, 1)
 				return openThief(t, d)
 			},
 			want: []finding{

@@ -161,11 +161,11 @@ func logTaken(b []byte, deliveries int, kind string) (uint64, bool) {
 }
 
 var (
-	dequeChaosOwnerPoints = []string{"deque.push.after-claim", "deque.push.after-write", "deque.push.after-publish",
-		"deque.push.after-burn", "deque.push.after-republish", "deque.pop.after-announce", "deque.pop.after-take",
-		"deque.pop.after-copy", "deque.adopt.after-fix-bottom", "peers.attach.after-claim-entry"}
-	dequeChaosThiefPoints = []string{"deque.steal.after-take", "deque.steal.after-advance", "deque.steal.after-copy",
-		"deque.ack.before-free", "deque.repair.after-fix-bottom", "peers.attach.after-claim-entry"}
+	dequeChaosOwnerPoints = []string{crashDequePushAfterClaim, crashDequePushAfterWrite, crashDequePushAfterPublish,
+		crashDequePushAfterBurn, crashDequePushAfterRepublish, crashDequePopAfterAnnounce, crashDequePopAfterTake,
+		crashDequePopAfterCopy, crashDequeAdoptAfterFixBottom, crashPeersAttachAfterClaimEntry}
+	dequeChaosThiefPoints = []string{crashDequeStealAfterTake, crashDequeStealAfterAdvance, crashDequeStealAfterCopy,
+		crashDequeAckBeforeFree, crashDequeRepairAfterFixBottom, crashPeersAttachAfterClaimEntry}
 )
 
 func TestDequeChaos(t *testing.T) {

@@ -218,45 +218,52 @@ func TestDequeCrashPoints(t *testing.T) {
 		ownerDies bool
 		want      func(rep RepairReport) string // what the parent's repair must report
 	}{
-		{"push after claim", false, []step{owner("deque.push.after-claim", 5)}, true,
+		{"push after claim", false, []step{owner(crashDequePushAfterClaim, 5)}, true,
 			func(r RepairReport) string {
 				return want(r.Count(ActionRelease) == 1 && r.Count(ActionFreeOwner) == 1, "abandoned 1, owner died")
 			}},
-		{"push after write", false, []step{owner("deque.push.after-write", 5)}, true,
+		{"push after write", false, []step{owner(crashDequePushAfterWrite, 5)}, true,
 			func(r RepairReport) string { return want(r.Count(ActionCountIn) == 1, "published 1") }},
-		{"push after publish", false, []step{owner("deque.push.after-publish", 5)}, true,
+		{"push after publish", false, []step{owner(crashDequePushAfterPublish, 5)}, true,
 			func(r RepairReport) string {
 				return want(r.Count(ActionFreeOwner) == 1 && r.Count(ActionCountIn) == 0, "owner died, nothing else")
 			}},
-		{"pop after announce", false, []step{owner("deque.pop.after-announce", 2, "POP=3")}, true,
+		{"pop after announce", false, []step{owner(crashDequePopAfterAnnounce, 2, "POP=3")}, true,
 			func(r RepairReport) string {
 				return want(r.Count(ActionCountIn) == 1, "published 1 (the announced pop)")
 			}},
-		{"pop after take", false, []step{owner("deque.pop.after-take", 2, "POP=3")}, true,
+		{"pop after take", false, []step{owner(crashDequePopAfterTake, 2, "POP=3")}, true,
 			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
-		{"pop after copy", false, []step{owner("deque.pop.after-copy", 2, "POP=3")}, true,
+		{"pop after copy", false, []step{owner(crashDequePopAfterCopy, 2, "POP=3")}, true,
 			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
-		{"steal after take", true, []step{{"steal", "deque.steal.after-take", 3, nil}}, false,
+		{"steal after take", true, []step{{"steal", crashDequeStealAfterTake, 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
-		{"steal after advance", true, []step{{"steal", "deque.steal.after-advance", 3, nil}}, false,
+		{"steal after advance", true, []step{{"steal", crashDequeStealAfterAdvance, 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
-		{"steal after copy", true, []step{{"steal", "deque.steal.after-copy", 3, nil}}, false,
+		{"steal after copy", true, []step{{"steal", crashDequeStealAfterCopy, 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
-		{"claim after take", true, []step{{"claim", "deque.steal.after-take", 3, nil}}, false,
+		{"claim after take", true, []step{{"claim", crashDequeStealAfterTake, 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
 		{"lease held", true, []step{{"hold", "test.lease.processing", 1, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
-		{"ack before free", true, []step{{"claim", "deque.ack.before-free", 3, nil}}, false,
+		{"ack before free", true, []step{{"claim", crashDequeAckBeforeFree, 3, nil}}, false,
 			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
-		{"return after mark", true, []step{{"release", "deque.return.after-mark", 1, nil}}, false,
+		{"return after mark", true, []step{{"release", crashDequeReturnAfterMark, 1, nil}}, false,
 			func(r RepairReport) string {
 				return want(len(r.DeadPeers) == 1 && r.Count(ActionReturn) == 0, "dead peer, nothing to return")
 			}},
-		{"repairer dies", false, []step{owner("deque.pop.after-take", 1, "POP=1"), {"repair", "deque.repair.after-fix-bottom", 1, nil}}, true,
+		// A thief hands message 1 back (returned, in slot 0); the next
+		// owner's pushes wrap round to slot 0 and publish it again there,
+		// as the newest, and die before bottom moves past it.
+		{"push after republish", false, []step{owner("", 0), {"release", "", 0, nil}, owner(crashDequePushAfterRepublish, 1, "FIRST=11")}, true,
+			func(r RepairReport) string {
+				return want(r.Count(ActionCountIn) == 1 && r.Count(ActionFreeOwner) == 1, "the republished message counted in, owner died")
+			}},
+		{"repairer dies", false, []step{owner(crashDequePopAfterTake, 1, "POP=1"), {"repair", crashDequeRepairAfterFixBottom, 1, nil}}, true,
 			func(r RepairReport) string {
 				return want(r.Count(ActionFreeOwner) == 1, "owner died (finished by the second repair)")
 			}},
-		{"adopter dies", false, []step{owner("deque.push.after-write", 3), {"adopt", "deque.adopt.after-fix-bottom", 1, nil}}, true,
+		{"adopter dies", false, []step{owner(crashDequePushAfterWrite, 3), {"adopt", crashDequeAdoptAfterFixBottom, 1, nil}}, true,
 			func(r RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
 	}
 	for _, tt := range tests {
@@ -349,7 +356,7 @@ func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8})
 	path := d.Path()
 	d.Close()
-	log := runDequeChild(t, path, "owner", "deque.pop.after-take", 1, "FIRST=1", "COUNT=1", "POP=1")
+	log := runDequeChild(t, path, "owner", crashDequePopAfterTake, 1, "FIRST=1", "COUNT=1", "POP=1")
 	if len(log["ok"]) != 1 {
 		t.Fatalf("child log %v", log)
 	}
@@ -458,7 +465,7 @@ func TestDequeCrashAfterBurn(t *testing.T) {
 	}
 	delivered := drainDeque(t, th) // 2, 3, 4
 	d.Close()
-	log := runDequeChild(t, path, "owner", "deque.push.after-burn", 1, "FIRST=5", "COUNT=3")
+	log := runDequeChild(t, path, "owner", crashDequePushAfterBurn, 1, "FIRST=5", "COUNT=3")
 	p, err := OpenDeque(path)
 	if err != nil {
 		t.Fatal(err)

@@ -99,15 +99,15 @@ func (d *Deque) pushBottom(msg []byte) error {
 			if !w.CompareAndSwap(raw, mine) {
 				continue // a repair moved it; look again
 			}
-			shm.CrashPoint("deque.push.after-claim")
+			shm.CrashPoint(crashDequePushAfterClaim)
 			copy(d.payload(b, uint32(len(msg))), msg)
 			// Release: the payload is visible before the READY word, and
 			// the READY word before bottom moves past it (bottom's store
 			// is an XCHG: the full barrier before notEmptyW's load).
 			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: lap}.Pack())
-			shm.CrashPoint("deque.push.after-write")
+			shm.CrashPoint(crashDequePushAfterWrite)
 			d.bottom.Store(b + 1)
-			shm.CrashPoint("deque.push.after-publish")
+			shm.CrashPoint(crashDequePushAfterPublish)
 			d.pushed.Add(1)
 			if d.notEmptyW.Load() != 0 {
 				d.wakeThieves()
@@ -123,7 +123,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			}
 			again := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: lap}
 			if w.CompareAndSwap(raw, again.Pack()) {
-				shm.CrashPoint("deque.push.after-republish")
+				shm.CrashPoint(crashDequePushAfterRepublish)
 				d.bottom.Store(b + 1)
 				d.uncountReturned()
 			}
@@ -140,7 +140,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			moved := sw
 			moved.Lap = lap
 			if w.CompareAndSwap(raw, moved.Pack()) {
-				shm.CrashPoint("deque.push.after-burn")
+				shm.CrashPoint(crashDequePushAfterBurn)
 				d.bottom.Store(b + 1)
 				d.burned.Add(1)
 			}
@@ -205,7 +205,7 @@ func (d *Deque) pop(buf []byte) (int, error) {
 		return 0, err
 	}
 	n := copy(buf, l.data)
-	shm.CrashPoint("deque.steal.after-copy")
+	shm.CrashPoint(crashDequeStealAfterCopy)
 	d.free(l.slot, l.lap)
 	d.stolen.Add(1)
 	return n, nil
@@ -234,7 +234,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 		// Announce the pop before taking the slot: a thief that has not
 		// yet taken p sees bottom <= p and stops.
 		d.bottom.Store(p)
-		shm.CrashPoint("deque.pop.after-announce")
+		shm.CrashPoint(crashDequePopAfterAnnounce)
 		w := d.slotWord(p)
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
@@ -258,9 +258,9 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 				d.bottom.Store(b) // look again: a thief may have won it
 				continue
 			}
-			shm.CrashPoint("deque.pop.after-take")
+			shm.CrashPoint(crashDequePopAfterTake)
 			n := copy(buf, d.payload(p, sw.Length))
-			shm.CrashPoint("deque.pop.after-copy")
+			shm.CrashPoint(crashDequePopAfterCopy)
 			// Position p is free for the owner's next push.
 			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
 			d.ownerPopped.Add(1)
@@ -385,9 +385,9 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			if !w.CompareAndSwap(raw, taken.Pack()) {
 				continue
 			}
-			shm.CrashPoint("deque.steal.after-take")
+			shm.CrashPoint(crashDequeStealAfterTake)
 			d.top.CompareAndSwap(t, t+1)
-			shm.CrashPoint("deque.steal.after-advance")
+			shm.CrashPoint(crashDequeStealAfterAdvance)
 			return Lease{slot: t & d.mask, lap: lap, data: d.payload(t, sw.Length), Deliveries: int(taken.Deliveries)}, nil
 
 		case d.consumedAtTop(sw, diff):
@@ -521,7 +521,7 @@ func (d *Deque) Ack(l Lease) error {
 		if err != nil {
 			return err
 		}
-		shm.CrashPoint("deque.ack.before-free")
+		shm.CrashPoint(crashDequeAckBeforeFree)
 		// The owner may burn past the lease meanwhile (its lap moves):
 		// then look again.
 		if d.slotWord(l.slot).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
@@ -591,7 +591,7 @@ func (d *Deque) giveBack(i, raw uint64, sw layout.SlotWord) bool {
 			return false
 		}
 	}
-	shm.CrashPoint("deque.return.after-mark")
+	shm.CrashPoint(crashDequeReturnAfterMark)
 	d.returned.Add(1)
 	if d.notEmptyW.Load() != 0 {
 		d.wakeThieves()

@@ -237,7 +237,7 @@ func TestDequeRegressionPendingWrapsAfterKilledRelease(t *testing.T) {
 	if err := d.TryPush(encodeMsg(1)); err != nil {
 		t.Fatal(err)
 	}
-	runDequeChild(t, d.Path(), "release", "deque.return.after-mark", 1)
+	runDequeChild(t, d.Path(), "release", crashDequeReturnAfterMark, 1)
 	// Counted before marked: the count is one, never short.
 	if c := d.Counters(); c.Pending != 1 || d.Scan().States[layout.SlotReturned] != 1 {
 		t.Fatalf("after the kill: %+v", c)
@@ -272,7 +272,7 @@ func TestDequeRegressionBlockedThiefDeadOwnerAnnouncedPop(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8})
 	path := d.Path()
 	d.Close()
-	log := runDequeChild(t, path, "owner", "deque.pop.after-announce", 1, "FIRST=1", "COUNT=1", "POP=1")
+	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
 	if len(log["ok"]) != 1 {
 		t.Fatalf("child log %v", log)
 	}
@@ -305,7 +305,7 @@ func TestDequeRegressionTakeoverClearsOwnerRepairCannotFixBottom(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 2})
 	path := d.Path()
 	d.Close()
-	log := runDequeChild(t, path, "owner", "deque.pop.after-announce", 1, "FIRST=1", "COUNT=1", "POP=1")
+	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
 	if len(log["ok"]) != 1 {
 		t.Fatalf("child log %v", log)
 	}

@@ -67,7 +67,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 	case v != d.myLock() && !d.holderAlive(v):
 		peers := d.Peers() // before the role is freed: as Check judged it
 		d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
-		shm.CrashPoint("deque.repair.after-fix-bottom")
+		shm.CrashPoint(crashDequeRepairAfterFixBottom)
 		if d.ownerWord.CompareAndSwap(v, 0) {
 			rep.Done = append(rep.Done, d.ownerFinding(base, v, peers))
 		}
@@ -242,7 +242,7 @@ func (d *Deque) Adopt() (RepairReport, error) {
 		peers = d.Peers()
 	}
 	d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
-	shm.CrashPoint("deque.adopt.after-fix-bottom")
+	shm.CrashPoint(crashDequeAdoptAfterFixBottom)
 	if !d.ownerWord.CompareAndSwap(v, d.myLock()) {
 		return rep, fmt.Errorf("%w: %s: the owner word changed", ErrOwnerAlive, d.Path())
 	}

@@ -130,19 +130,19 @@ next:
 }
 
 var hmDamageCases = []hmCase{
-	{"dead inserter", hmDeadWriter("hashmap.insert.after-claim", 1)},
-	{"dead inserter after the value", hmDeadWriter("hashmap.insert.after-value", 1)},
-	{"dead updater", hmDeadWriter("hashmap.update.after-write", 1)},
-	{"dead deleter", hmDeadWriter("hashmap.delete.after-lock", 1)},
-	{"dead writer holding only its home lock", hmDeadWriter("hashmap.put.after-home-lock", 0)},
-	{"dead writer after its insert published", hmDeadWriter("hashmap.insert.after-publish", 0)},
+	{"dead inserter", hmDeadWriter(crashHashmapInsertAfterClaim, 1)},
+	{"dead inserter after the value", hmDeadWriter(crashHashmapInsertAfterValue, 1)},
+	{"dead updater", hmDeadWriter(crashHashmapUpdateAfterWrite, 1)},
+	{"dead deleter", hmDeadWriter(crashHashmapDeleteAfterLock, 1)},
+	{"dead writer holding only its home lock", hmDeadWriter(crashHashmapPutAfterHomeLock, 0)},
+	{"dead writer after its insert published", hmDeadWriter(crashHashmapInsertAfterPublish, 0)},
 	{"dead repairer", func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
 		// A writer dies mid-update (participant 1), then a repairer
 		// (participant 2) dies holding the repair lock, having marked
 		// the writer dead and rolled back nothing.
 		hmPreload(t, m)
-		hmRunCrashChild(t, m.Path(), "script", "hashmap.update.after-write", 1)
-		hmRunCrashChild(t, m.Path(), "repair", "hashmap.repair.after-mark", 1)
+		hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1)
+		hmRunCrashChild(t, m.Path(), "repair", crashHashmapRepairAfterMark, 1)
 		if c := layout.UnpackPeer(m.entry(1).ctl.Load()); c.State != layout.PeerDead {
 			t.Fatalf("the dead repairer did not mark the writer dead: %+v", c)
 		}
@@ -154,7 +154,7 @@ var hmDamageCases = []hmCase{
 		// A repair unlocks a dead writer's bucket whatever its lengths
 		// say; the lengths stay corrupt.
 		hmPreload(t, m)
-		hmRunCrashChild(t, m.Path(), "script", "hashmap.update.after-write", 1)
+		hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1)
 		want := hmDeadWriterWants(t, m, 1, 1)
 		var locked uint64
 		for i := uint64(0); i < m.lay.Capacity; i++ {
@@ -256,7 +256,7 @@ func TestHashMapCheckReportsDamage(t *testing.T) {
 func TestHashMapCheckWordsAsRead(t *testing.T) {
 	m := hmCrashMap(t, 4)
 	hmPreload(t, m)
-	hmRunCrashChild(t, m.Path(), "script", "hashmap.insert.after-claim", 1)
+	hmRunCrashChild(t, m.Path(), "script", crashHashmapInsertAfterClaim, 1)
 	mem := m.reg.Bytes()
 	for _, f := range m.Check().Findings {
 		if got := binary.LittleEndian.Uint64(mem[f.Offset:]); got != f.Raw {

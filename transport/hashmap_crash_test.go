@@ -413,17 +413,17 @@ func TestHashMapCrashWriter(t *testing.T) {
 		applied bool           // whether that step took effect
 		bucket  HashMapProblem // the bucket problem Scan must find (OK: none)
 	}{
-		{"hashmap.put.after-home-lock", 1, false, HashMapOK},
-		{"hashmap.insert.after-claim", 4, false, HashMapOrphanedInsert},
-		{"hashmap.insert.after-key", 4, false, HashMapOrphanedInsert},
-		{"hashmap.insert.after-value", 4, false, HashMapOrphanedInsert},
-		{"hashmap.insert.after-publish", 4, true, HashMapOK},
-		{"hashmap.update.after-lock", 3, false, HashMapOrphanedLock},
-		{"hashmap.update.after-write", 3, false, HashMapOrphanedLock},
-		{"hashmap.update.after-publish", 3, true, HashMapOK},
-		{"hashmap.delete.after-home-lock", 5, false, HashMapOK},
-		{"hashmap.delete.after-lock", 5, false, HashMapOrphanedLock},
-		{"hashmap.delete.after-publish", 5, true, HashMapOK},
+		{crashHashmapPutAfterHomeLock, 1, false, HashMapOK},
+		{crashHashmapInsertAfterClaim, 4, false, HashMapOrphanedInsert},
+		{crashHashmapInsertAfterKey, 4, false, HashMapOrphanedInsert},
+		{crashHashmapInsertAfterValue, 4, false, HashMapOrphanedInsert},
+		{crashHashmapInsertAfterPublish, 4, true, HashMapOK},
+		{crashHashmapUpdateAfterLock, 3, false, HashMapOrphanedLock},
+		{crashHashmapUpdateAfterWrite, 3, false, HashMapOrphanedLock},
+		{crashHashmapUpdateAfterPublish, 3, true, HashMapOK},
+		{crashHashmapDeleteAfterHomeLock, 5, false, HashMapOK},
+		{crashHashmapDeleteAfterLock, 5, false, HashMapOrphanedLock},
+		{crashHashmapDeleteAfterPublish, 5, true, HashMapOK},
 	}
 	for _, tc := range points {
 		t.Run(tc.point, func(t *testing.T) {
@@ -516,11 +516,11 @@ func TestHashMapCrashWriter(t *testing.T) {
 // before or after rolling back a dead writer's bucket. The next Repair
 // takes the role over on proof of death and finishes.
 func TestHashMapCrashRepairer(t *testing.T) {
-	for _, point := range []string{"hashmap.repair.after-mark", "hashmap.repair.after-rollback"} {
+	for _, point := range []string{crashHashmapRepairAfterMark, crashHashmapRepairAfterRollback} {
 		t.Run(point, func(t *testing.T) {
 			m := hmCrashMap(t, 4)
 			model := hmPreload(t, m)
-			if oks := hmRunCrashChild(t, m.Path(), "script", "hashmap.update.after-write", 1); len(oks) != 0 {
+			if oks := hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1); len(oks) != 0 {
 				t.Fatalf("child acknowledged %v", oks)
 			}
 			hmRunCrashChild(t, m.Path(), "repair", point, 1)
@@ -536,7 +536,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 			// bucket and the home lock; after, perhaps the home lock.
 			s := ro.Scan()
 			ro.Close()
-			if buckets, _ := hmCountProblem(s, HashMapOrphanedLock); (point == "hashmap.repair.after-mark") != (buckets == 1) {
+			if buckets, _ := hmCountProblem(s, HashMapOrphanedLock); (point == crashHashmapRepairAfterMark) != (buckets == 1) {
 				t.Fatalf("read-only scan: %+v", s)
 			}
 			rep, err := m.Repair()
@@ -544,7 +544,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantLocks := 1
-			if point == "hashmap.repair.after-rollback" {
+			if point == crashHashmapRepairAfterRollback {
 				wantLocks = 0 // the dead repairer had rolled it back
 			}
 			if len(rep.DeadPeers) != 2 || rep.Count(ActionUnlock) != wantLocks {
@@ -563,7 +563,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 func TestHashMapCrashReclaim(t *testing.T) {
 	m := hmCrashMap(t, 2) // the parent and one more
 	model := hmPreload(t, m)
-	hmRunCrashChild(t, m.Path(), "script", "hashmap.update.after-write", 1)
+	hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1)
 	if s := m.Scan(); s.Problems != 2 {
 		t.Fatalf("scan before the takeover: %+v", s)
 	}
@@ -574,7 +574,7 @@ func TestHashMapCrashReclaim(t *testing.T) {
 	}
 	hmCheckExact(t, m, model)
 
-	hmRunCrashChild(t, m.Path(), "attach", "peers.attach.after-claim-entry", 1)
+	hmRunCrashChild(t, m.Path(), "attach", crashPeersAttachAfterClaimEntry, 1)
 	o, err := OpenHashMap(m.Path())
 	if err != nil {
 		t.Fatalf("attach with a dead claimer in a full table: %v", err)

@@ -241,7 +241,7 @@ func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	shm.CrashPoint("hashmap.put.after-home-lock")
+	shm.CrashPoint(crashHashmapPutAfterHomeLock)
 	inserted, err = m.put(home, key, value)
 	hl.CompareAndSwap(mine, 0)
 	return inserted, err
@@ -297,11 +297,11 @@ func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.T
 		return false, nil
 	}
 	hashMapFence()
-	shm.CrashPoint("hashmap.update.after-lock")
+	shm.CrashPoint(crashHashmapUpdateAfterLock)
 	next := w.Active ^ 1
 	m.valueLen(i, next).Store(uint32(len(value)))
 	copy(m.valueBytes(i, next, uint32(len(value))), value)
-	shm.CrashPoint("hashmap.update.after-write")
+	shm.CrashPoint(crashHashmapUpdateAfterWrite)
 	// Publish: the new copy becomes active, the version moves on and the
 	// lock is dropped, in one CAS from the word we stored (release: the
 	// copy is visible first). Nothing changes a bucket we hold but a
@@ -313,7 +313,7 @@ func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.T
 	if !ctl.CompareAndSwap(locked.Pack(), pub.Pack()) {
 		return false, nil
 	}
-	shm.CrashPoint("hashmap.update.after-publish")
+	shm.CrashPoint(crashHashmapUpdateAfterPublish)
 	m.updates.Add(1)
 	return true, nil
 }
@@ -335,20 +335,20 @@ func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
 		return false
 	}
 	hashMapFence()
-	shm.CrashPoint("hashmap.insert.after-claim")
+	shm.CrashPoint(crashHashmapInsertAfterClaim)
 	m.keyLen(i).Store(uint32(len(key)))
 	copy(m.keyBytes(i, uint32(len(key))), key)
-	shm.CrashPoint("hashmap.insert.after-key")
+	shm.CrashPoint(crashHashmapInsertAfterKey)
 	next := w.Active ^ 1
 	m.valueLen(i, next).Store(uint32(len(value)))
 	copy(m.valueBytes(i, next, uint32(len(value))), value)
-	shm.CrashPoint("hashmap.insert.after-value")
+	shm.CrashPoint(crashHashmapInsertAfterValue)
 	pub := claim.Next()
 	pub.State, pub.Owner, pub.Active = layout.BucketFull, 0, next
 	if !ctl.CompareAndSwap(claim.Pack(), pub.Pack()) {
 		return false
 	}
-	shm.CrashPoint("hashmap.insert.after-publish")
+	shm.CrashPoint(crashHashmapInsertAfterPublish)
 	m.live.Add(1)
 	m.inserts.Add(1)
 	return true
@@ -369,7 +369,7 @@ func (m *HashMap) Delete(key []byte) error {
 	if err != nil {
 		return err
 	}
-	shm.CrashPoint("hashmap.delete.after-home-lock")
+	shm.CrashPoint(crashHashmapDeleteAfterHomeLock)
 	err = m.delete(home, key)
 	hl.CompareAndSwap(mine, 0)
 	return err
@@ -398,7 +398,7 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 		if !ctl.CompareAndSwap(f.raw, locked.Pack()) {
 			continue
 		}
-		shm.CrashPoint("hashmap.delete.after-lock")
+		shm.CrashPoint(crashHashmapDeleteAfterLock)
 		tomb := w.Next()
 		tomb.State = layout.BucketTombstone
 		if !ctl.CompareAndSwap(locked.Pack(), tomb.Pack()) {
@@ -407,7 +407,7 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 			// not happen; do it again.
 			continue
 		}
-		shm.CrashPoint("hashmap.delete.after-publish")
+		shm.CrashPoint(crashHashmapDeleteAfterPublish)
 		m.live.Add(^uint64(0))
 		m.deletes.Add(1)
 		return nil

@@ -303,7 +303,7 @@ func (m *HashMap) Repair() (RepairReport, error) {
 		}
 		return PeerStatus{Index: o} // not reached: only the owners in dead are asked about
 	}
-	shm.CrashPoint("hashmap.repair.after-mark")
+	shm.CrashPoint(crashHashmapRepairAfterMark)
 	// 2. Roll back every bucket a dead participant holds, and release
 	// home locks whose holders are gone.
 	for i := uint64(0); i < m.lay.Capacity; i++ {
@@ -322,7 +322,7 @@ func (m *HashMap) Repair() (RepairReport, error) {
 					f.Action = ActionTombstone
 				}
 				rep.Done = append(rep.Done, f)
-				shm.CrashPoint("hashmap.repair.after-rollback")
+				shm.CrashPoint(crashHashmapRepairAfterRollback)
 			}
 		}
 		hl := m.home(i)

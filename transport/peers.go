@@ -99,7 +99,7 @@ func (t *peerTable) claimEntry(i, v uint64, gen uint32, reclaim reclaimFunc) boo
 	e.start.Store(self.Start)
 	e.boot.Store(t.boot)
 	e.attached.Store(uint64(time.Now().UnixNano()))
-	shm.CrashPoint("peers.attach.after-claim-entry")
+	shm.CrashPoint(crashPeersAttachAfterClaimEntry)
 	stamp := uint16(i + 1)
 	if !reclaim(stamp, layout.UnpackPeer(v).Gen) {
 		e.ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerDead, Gen: gen, PID: uint32(self.PID)}.Pack())

@@ -135,11 +135,11 @@ func chaosChild(role string) error {
 // Crash points a restarted child may be armed with, by role: besides the
 // parent's random kills, these land exactly in the windows of docs/design.md.
 var (
-	chaosProducerPoints = []string{"ring.push.after-claim", "ring.push.after-advance", "ring.push.after-write",
-		"ring.push.after-publish", "ring.push.after-burn", "peers.attach.after-claim-entry"}
-	chaosConsumerPoints = []string{"ring.pop.after-take", "ring.pop.after-advance", "ring.pop.after-copy",
-		"ring.claim.after-take", "ring.claim.after-advance", "ring.ack.before-free", "ring.repair.after-requeue",
-		"peers.attach.after-claim-entry"}
+	chaosProducerPoints = []string{crashRingPushAfterClaim, crashRingPushAfterAdvance, crashRingPushAfterWrite,
+		crashRingPushAfterPublish, crashRingPushAfterBurn, crashPeersAttachAfterClaimEntry}
+	chaosConsumerPoints = []string{crashRingPopAfterTake, crashRingPopAfterAdvance, crashRingPopAfterCopy,
+		crashRingClaimAfterTake, crashRingClaimAfterAdvance, crashRingAckBeforeFree, crashRingRepairAfterRequeue,
+		crashPeersAttachAfterClaimEntry}
 )
 
 func TestRingChaos(t *testing.T) {

@@ -245,10 +245,10 @@ func TestCrashProducer(t *testing.T) {
 		point   string
 		problem SlotProblem // expected before repair
 	}{
-		{"ring.push.after-claim", SlotOrphanedWrite},
-		{"ring.push.after-advance", SlotOrphanedWrite},
-		{"ring.push.after-write", SlotOrphanedWrite},
-		{"ring.push.after-publish", SlotOK},
+		{crashRingPushAfterClaim, SlotOrphanedWrite},
+		{crashRingPushAfterAdvance, SlotOrphanedWrite},
+		{crashRingPushAfterWrite, SlotOrphanedWrite},
+		{crashRingPushAfterPublish, SlotOK},
 	}
 	for _, tc := range points {
 		t.Run(tc.point, func(t *testing.T) {
@@ -291,13 +291,13 @@ func TestCrashConsumer(t *testing.T) {
 		role, point string
 		problem     SlotProblem
 	}{
-		{"pop", "ring.pop.after-take", SlotOrphanedRead},
-		{"pop", "ring.pop.after-advance", SlotOrphanedRead},
-		{"pop", "ring.pop.after-copy", SlotOrphanedRead},
-		{"claim", "ring.claim.after-take", SlotOrphanedLease},
-		{"claim", "ring.claim.after-advance", SlotOrphanedLease},
+		{"pop", crashRingPopAfterTake, SlotOrphanedRead},
+		{"pop", crashRingPopAfterAdvance, SlotOrphanedRead},
+		{"pop", crashRingPopAfterCopy, SlotOrphanedRead},
+		{"claim", crashRingClaimAfterTake, SlotOrphanedLease},
+		{"claim", crashRingClaimAfterAdvance, SlotOrphanedLease},
 		{"hold", "test.lease.processing", SlotOrphanedLease},
-		{"claim", "ring.ack.before-free", SlotOrphanedLease},
+		{"claim", crashRingAckBeforeFree, SlotOrphanedLease},
 	}
 	for _, tc := range points {
 		t.Run(tc.point, func(t *testing.T) {
@@ -372,7 +372,7 @@ func TestCrashRepairer(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 8, Participants: 8})
 	r.TryPush(encodeMsg(7))
 	hold := runCrashChild(t, r.Path(), "hold", "test.lease.processing", 1)
-	runCrashChild(t, r.Path(), "repair", "ring.repair.after-requeue", 1)
+	runCrashChild(t, r.Path(), "repair", crashRingRepairAfterRequeue, 1)
 	if r.lock.Load() == 0 {
 		t.Fatal("dead repairer did not hold the repair role")
 	}
@@ -389,7 +389,7 @@ func TestCrashRepairer(t *testing.T) {
 // it "claiming"; when the table is full, the next attach reclaims it.
 func TestCrashAttach(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 8, Participants: 2})
-	runCrashChild(t, r.Path(), "attach", "peers.attach.after-claim-entry", 1)
+	runCrashChild(t, r.Path(), "attach", crashPeersAttachAfterClaimEntry, 1)
 	o, err := OpenRing(r.Path())
 	if err != nil {
 		t.Fatalf("attach with a dead claimer in a full table: %v", err)
@@ -418,7 +418,7 @@ func TestDeadParticipantsNeverExhaustTable(t *testing.T) {
 // death, and receives the messages pushed after it.
 func TestDeadProducerDoesNotBlockConsumers(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 8, Participants: 8})
-	runCrashChild(t, r.Path(), "producer", "ring.push.after-write", 1, "FIRST=1", "COUNT=1")
+	runCrashChild(t, r.Path(), "producer", crashRingPushAfterWrite, 1, "FIRST=1", "COUNT=1")
 	for _, id := range []uint64{2, 3} {
 		if err := r.TryPush(encodeMsg(id)); err != nil {
 			t.Fatal(err)
@@ -448,7 +448,7 @@ func TestDeadConsumerDoesNotBlockProducers(t *testing.T) {
 	for id := uint64(1); id <= 4; id++ {
 		r.TryPush(encodeMsg(id))
 	}
-	log := runCrashChild(t, r.Path(), "pop", "ring.pop.after-take", 1)
+	log := runCrashChild(t, r.Path(), "pop", crashRingPopAfterTake, 1)
 	if len(log["got"]) != 0 {
 		t.Fatal("child popped before dying")
 	}
@@ -497,7 +497,7 @@ func TestCrashWhileBurning(t *testing.T) {
 		r.TryPush(encodeMsg(id))
 		r.TryPop(buf)
 	}
-	log := runCrashChild(t, r.Path(), "producer", "ring.push.after-burn", 1, "FIRST=10", "COUNT=1")
+	log := runCrashChild(t, r.Path(), "producer", crashRingPushAfterBurn, 1, "FIRST=10", "COUNT=1")
 	if len(log["ok"]) != 0 {
 		t.Fatal("child confirmed a push")
 	}

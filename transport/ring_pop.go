@@ -32,7 +32,7 @@ func (r *Ring) pop(buf []byte) (int, error) {
 		return 0, err
 	}
 	n := copy(buf, r.payload(i, sw.Length))
-	shm.CrashPoint("ring.pop.after-copy")
+	shm.CrashPoint(crashRingPopAfterCopy)
 	// A release store (the copy out is done before it); the locked add
 	// on popped orders it before notFullW's load, as in push.
 	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(i))), layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack())
@@ -102,7 +102,7 @@ func (r *Ring) Ack(l Lease) error {
 		if sw.State != layout.SlotLeased || sw.Owner != r.self {
 			return fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, r.Path(), l.slot, sw.State, int(sw.Owner)-1)
 		}
-		shm.CrashPoint("ring.ack.before-free")
+		shm.CrashPoint(crashRingAckBeforeFree)
 		// The lap has moved on by however many positions producers
 		// burned while the lease was held; free the slot for the next.
 		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
@@ -171,15 +171,15 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 				continue
 			}
 			if state == layout.SlotReading {
-				shm.CrashPoint("ring.pop.after-take")
+				shm.CrashPoint(crashRingPopAfterTake)
 			} else {
-				shm.CrashPoint("ring.claim.after-take")
+				shm.CrashPoint(crashRingClaimAfterTake)
 			}
 			r.head.CompareAndSwap(h, h+1)
 			if state == layout.SlotReading {
-				shm.CrashPoint("ring.pop.after-advance")
+				shm.CrashPoint(crashRingPopAfterAdvance)
 			} else {
-				shm.CrashPoint("ring.claim.after-advance")
+				shm.CrashPoint(crashRingClaimAfterAdvance)
 			}
 			return h, taken, nil
 

@@ -52,18 +52,18 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			if !w.CompareAndSwap(raw, mine) {
 				continue
 			}
-			shm.CrashPoint("ring.push.after-claim")
+			shm.CrashPoint(crashRingPushAfterClaim)
 			r.tail.CompareAndSwap(t, t+1)
-			shm.CrashPoint("ring.push.after-advance")
+			shm.CrashPoint(crashRingPushAfterAdvance)
 			copy(r.payload(t, uint32(len(msg))), msg)
-			shm.CrashPoint("ring.push.after-write")
+			shm.CrashPoint(crashRingPushAfterWrite)
 			// Release: the payload is visible before the READY word is.
 			// A release store, not an XCHG: the locked add on pushed
 			// below orders it before the waiter-flag load that follows
 			// (the sleeper's flag store and slot load are the other
 			// half of that handshake).
 			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
-			shm.CrashPoint("ring.push.after-publish")
+			shm.CrashPoint(crashRingPushAfterPublish)
 			r.pushed.Add(1) // also the full barrier before notEmptyW's load
 			if r.notEmptyW.Load() != 0 {
 				r.wakeConsumers()
@@ -92,7 +92,7 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			if w.CompareAndSwap(raw, moved.Pack()) {
 				burnedHere++
 				r.burned.Add(1)
-				shm.CrashPoint("ring.push.after-burn")
+				shm.CrashPoint(crashRingPushAfterBurn)
 				r.tail.CompareAndSwap(t, t+1)
 			}
 

@@ -179,7 +179,7 @@ func TestReviewDeadLeasesFillingRingAreNeverRequeued(t *testing.T) {
 // although the design promises ~100 ms.
 func TestReviewDeadWriterHealingStarvedByWakeups(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 512, Participants: 8})
-	runCrashChild(t, r.Path(), "producer", "ring.push.after-write", 1, "FIRST=1", "COUNT=1")
+	runCrashChild(t, r.Path(), "producer", crashRingPushAfterWrite, 1, "FIRST=1", "COUNT=1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan error, 1)

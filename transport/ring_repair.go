@@ -274,7 +274,7 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 	} else if err != nil {
 		return recoveredNothing, err
 	}
-	shm.CrashPoint("ring.repair.after-requeue")
+	shm.CrashPoint(crashRingRepairAfterRequeue)
 	w := r.slotWord(i)
 	owner := sw.Owner
 	for {

@@ -72,6 +72,10 @@ func StartTimeout(t testing.TB, timeout time.Duration, helperTest, role string, 
 	}
 	go func() {
 		c.err = cmd.Wait()
+		if c.err != nil {
+			_, errOut := c.Output()
+			recordKilled(errOut)
+		}
 		close(c.done)
 	}()
 	t.Cleanup(func() {

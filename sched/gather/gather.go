@@ -245,7 +245,7 @@ func (g *Group) Join(rank int, opts ...Option) (*Member, error) {
 	if r := g.round(i).Load(); r != 0 {
 		return nil, fmt.Errorf("%w: %s: free participant %d already at round %d", ErrCorrupt, g.Path(), rank, r)
 	}
-	shm.CrashPoint("allgather.join.after-claim")
+	shm.CrashPoint(crashAllgatherJoinAfterClaim)
 	active := layout.PeerCtl{State: layout.AGActive, PID: uint32(self.PID)}.Pack()
 	if !ctl.CompareAndSwap(claiming, active) {
 		return nil, fmt.Errorf("%w: %s: participant %d changed while joining", ErrCorrupt, g.Path(), rank)
@@ -322,11 +322,11 @@ func (m *Member) AllGather(dst, local []uint32) ([]uint32, error) {
 	}
 	g.area.U32(off + layout.AGBufLen).Store(uint32(len(local)))
 	g.area.U32(off + layout.AGBufRound).Store(uint32(r))
-	shm.CrashPoint("allgather.before-publish")
+	shm.CrashPoint(crashAllgatherBeforePublish)
 	g.round(m.rank).Store(r)
 	m.done = r
 	g.wake()
-	shm.CrashPoint("allgather.after-publish")
+	shm.CrashPoint(crashAllgatherAfterPublish)
 	if err := m.wait(r); err != nil {
 		return dst, err
 	}

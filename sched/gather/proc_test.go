@@ -213,9 +213,9 @@ func TestAllGatherParticipantKilledMidRound(t *testing.T) {
 		after     int
 		failRound uint32 // the survivor's first failing round
 	}{
-		{"allgather.join.after-claim", 1, 1},
-		{"allgather.before-publish", 3, 3},
-		{"allgather.after-publish", 3, 4}, // round 3 was published: it completes
+		{crashAllgatherJoinAfterClaim, 1, 1},
+		{crashAllgatherBeforePublish, 3, 3},
+		{crashAllgatherAfterPublish, 3, 4}, // round 3 was published: it completes
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			path := fairShmPath(t)

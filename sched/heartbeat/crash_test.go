@@ -20,7 +20,7 @@ func TestHeartbeatRegisterCrash(t *testing.T) {
 	}
 	defer h.Close()
 	c := startChild(t, f, "register", shm.CrashPointEnv+"=hb.register.after-claim")
-	c.WaitKilled(t, "hb.register.after-claim")
+	c.WaitKilled(t, crashHbRegisterAfterClaim)
 	if p, _ := h.Snapshot(0); p.State != "claiming" || p.Health(0) != "dead" {
 		t.Fatalf("slot %+v", p)
 	}
@@ -41,7 +41,7 @@ func TestHeartbeatRegisterCrash(t *testing.T) {
 func TestWatchdogCrashBeforeFree(t *testing.T) {
 	f, h, _ := holderSetup(t)
 	c := startChild(t, f, "watchdog", shm.CrashPointEnv+"=hb.reclaim.before-free")
-	c.WaitKilled(t, "hb.reclaim.before-free")
+	c.WaitKilled(t, crashHbReclaimBeforeFree)
 	if p, _ := h.Snapshot(0); p.State != "reclaiming" {
 		t.Fatalf("slot %+v", p)
 	}

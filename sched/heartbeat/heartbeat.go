@@ -160,7 +160,7 @@ func (h *Table) Register(label string) (*Member, error) {
 			h.clearLease(i, j)
 			m.free = append(m.free, h.lay.Leases-1-j)
 		}
-		shm.CrashPoint("hb.register.after-claim")
+		shm.CrashPoint(crashHbRegisterAfterClaim)
 		active := layout.PeerCtl{State: layout.HBActive, Gen: c.Gen, PID: uint32(self.PID)}.Pack()
 		if !ctl.CompareAndSwap(claiming, active) {
 			continue // only a watchdog that proved our pid gone changes it

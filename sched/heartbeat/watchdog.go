@@ -264,7 +264,7 @@ func (w *Watchdog) reclaim(rep *WatchReport, p Participant, apply bool) Decision
 	if !apply {
 		return d
 	}
-	shm.CrashPoint("hb.reclaim.before-free")
+	shm.CrashPoint(crashHbReclaimBeforeFree)
 	exit := layout.LastExit{PID: c.PID, Reason: layout.ExitReclaimed, Gen: c.Gen}.Pack()
 	h.area.U64(h.lay.SlotOff(uint64(p.Slot)) + layout.HBSlotLastExit).Store(exit)
 	if !ctl.CompareAndSwap(reclaiming, layout.PeerCtl{State: layout.HBFree, Gen: c.Gen + 1}.Pack()) {

@@ -18,9 +18,9 @@ func TestPassWorkerCrashPoints(t *testing.T) {
 		point     string
 		duplicate bool // the result may arrive twice
 	}{
-		{"pass.worker.after-claim", false},
-		{"pass.worker.after-execute", false},
-		{"pass.worker.after-result", true},
+		{crashPassWorkerAfterClaim, false},
+		{crashPassWorkerAfterExecute, false},
+		{crashPassWorkerAfterResult, true},
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			f := newSchedFiles(t)

@@ -192,9 +192,9 @@ func (s *Scheduler) worker() {
 		if rerr != nil {
 			s.leaseRecordErr.Add(1)
 		}
-		shm.CrashPoint("pass.worker.after-claim")
+		shm.CrashPoint(crashPassWorkerAfterClaim)
 		n := s.execute(lease.Data(), out)
-		shm.CrashPoint("pass.worker.after-execute")
+		shm.CrashPoint(crashPassWorkerAfterExecute)
 		err = s.result.TryPush(out[:n])
 		if errors.Is(err, transport.ErrFull) {
 			s.backpressure.Add(1)
@@ -206,7 +206,7 @@ func (s *Scheduler) worker() {
 			s.submit.Release(lease)
 			s.released.Add(1)
 		} else {
-			shm.CrashPoint("pass.worker.after-result")
+			shm.CrashPoint(crashPassWorkerAfterResult)
 			s.submit.Ack(lease)
 		}
 		if rerr == nil {
