@@ -31,7 +31,7 @@ func (r *Ring) Check() CheckReport {
 	words := r.snapshotSlots()
 	sim := r.planSlots(words, head, tail, peers)
 	held := make([]int, r.lay.Participants)
-	checkSlots(fs, &r.lay, base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
+	checkSlots(fs, &r.lay.SlotGeometry, "head", base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
 		if !orphaned(sr.Problem) {
 			return nil
 		}
@@ -93,7 +93,7 @@ func slotProblem(p SlotProblem) Problem {
 // nearest near's (live words are never more than two laps from head or
 // top). A word whose lap would fall before position 0 (only a corrupt one)
 // is given its lap as stored.
-func slotPosition(l *layout.RingLayout, index uint64, lap uint32, near uint64) uint64 {
+func slotPosition(l *layout.SlotGeometry, index uint64, lap uint32, near uint64) uint64 {
 	nearLap := near >> l.CapShift
 	full := int64(nearLap) + int64(layout.LapDiff(lap, uint32(nearLap)&layout.SlotLapMask))
 	if full < 0 {
@@ -104,7 +104,7 @@ func slotPosition(l *layout.RingLayout, index uint64, lap uint32, near uint64) u
 
 // slotTemplate is a finding about slot i (word raw, classified as sr):
 // where it is, its position near lo, and its owner.
-func slotTemplate(l *layout.RingLayout, base uint64, sr SlotReport, peers []PeerStatus, lo uint64) Finding {
+func slotTemplate(l *layout.SlotGeometry, base uint64, sr SlotReport, peers []PeerStatus, lo uint64) Finding {
 	f := Finding{Location: fmt.Sprintf("slot[%d].word", sr.Index), Offset: base + l.SlotOff(sr.Index), Raw: sr.Raw,
 		Position: slotPosition(l, sr.Index, sr.Word.Lap, lo), HasPosition: true, Owner: -1}
 	if sr.Owner >= 0 && sr.Owner < len(peers) {
@@ -123,9 +123,9 @@ type slotJudge func(sr SlotReport, pos uint64) []Finding
 // its classification (state, length, owner, proof of death), what the
 // kind's judge says of it, then what the state machine allows of
 // deliveries and laps. lo and hi are the positions the live words cluster
-// around (head and tail; top and bottom). Corrupt and poisoned words are
-// left alone by every repair.
-func checkSlots(fs *findings, l *layout.RingLayout, base uint64, words []uint64, peers []PeerStatus, lo, hi uint64, judge slotJudge) {
+// around (head and tail; top and bottom), loName names lo ("head", "top").
+// Corrupt and poisoned words are left alone by every repair.
+func checkSlots(fs *findings, l *layout.SlotGeometry, loName string, base uint64, words []uint64, peers []PeerStatus, lo, hi uint64, judge slotJudge) {
 	loLap, hiLap := l.LapOf(lo), l.LapOf(hi)
 	limit := uint8(l.DeliveryLimit)
 	for i, raw := range words {
@@ -162,12 +162,8 @@ func checkSlots(fs *findings, l *layout.RingLayout, base uint64, words []uint64,
 			add(ProblemBadDeliveries, ActionNone, "poisoned slot with %d deliveries, under the limit of %d", w.Deliveries, limit)
 		}
 		if d1, d2 := layout.LapDiff(w.Lap, loLap), layout.LapDiff(w.Lap, hiLap); min(abs32(d1), abs32(d2)) > 2 {
-			what := "head"
-			if l.Deque {
-				what = "top"
-			}
 			add(ProblemBadLap, ActionNone, "%s slot at lap %d, %d laps from the %s's lap %d (live words are at most 2 laps away)",
-				w.State, w.Lap, d1, what, loLap)
+				w.State, w.Lap, d1, loName, loLap)
 		}
 	}
 }
@@ -224,14 +220,14 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) 
 			dead[p.Index], anyDead = true, true
 		}
 	}
-	sim := ringSim{lay: &r.lay, words: append([]uint64(nil), words...), head: head, tail: tail}
+	sim := ringSim{lay: &r.lay.SlotGeometry, words: append([]uint64(nil), words...), head: head, tail: tail}
 	for pass := 0; anyDead; pass++ {
 		progress, deferred := false, 0
 		clear(plan.keep)
 		for i := uint64(0); i < r.lay.Capacity; i++ {
 			raw := sim.words[i]
 			sw := layout.UnpackSlot(raw)
-			if sw.Validate(&r.lay) != nil || sw.Owner == 0 || !dead[sw.Owner-1] {
+			if sw.Validate(&r.lay.SlotGeometry) != nil || sw.Owner == 0 || !dead[sw.Owner-1] {
 				continue
 			}
 			step := sim.recoverSlot(i, raw, sw)
@@ -258,7 +254,7 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) 
 // ringSim is a ring's slot words, head and tail, changed as a Repair
 // would change them.
 type ringSim struct {
-	lay        *layout.RingLayout
+	lay        *layout.SlotGeometry
 	words      []uint64
 	head, tail uint64
 	stopped    bool // a push met a corrupt word: Repair returns an error there

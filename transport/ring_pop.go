@@ -131,7 +131,7 @@ func (r *Ring) Release(l Lease) error {
 	if sw.State != layout.SlotLeased || sw.Owner != r.self {
 		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
 	}
-	if err := sw.Validate(&r.lay); err != nil {
+	if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 		return r.corrupt(l.slot, raw, err)
 	}
 	what, err := r.recoverSlot(l.slot, raw, sw)
@@ -157,7 +157,7 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			// What Validate checks of a READY word, inline: this is the
 			// hot path, and the call spills the word to the stack.
 			if sw.Owner != 0 || uint64(sw.Length) > r.lay.PayloadMax() {
-				return 0, sw, r.corrupt(h, raw, sw.Validate(&r.lay))
+				return 0, sw, r.corrupt(h, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
 			if uint32(sw.Deliveries) >= r.lay.DeliveryLimit {
 				r.poison(h, w, raw, sw)
@@ -253,7 +253,7 @@ func (r *Ring) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 			if sw.State != layout.SlotPoisoned {
 				break
 			}
-			if err := sw.Validate(&r.lay); err != nil {
+			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 				return 0, 0, r.corrupt(i, raw, err)
 			}
 			if int(sw.Length) > len(buf) {

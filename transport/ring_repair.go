@@ -57,14 +57,14 @@ type ScanReport struct {
 // validated, never trusted.
 func (r *Ring) Scan() ScanReport {
 	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers()}
-	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
+	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay.SlotGeometry, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
 	return rep
 }
 
 // scanSlots classifies every slot of a ring or deque (word loads slot i's
 // word): the count of slots in each state, every slot that is not free or
 // has a problem, how many have problems, how many are corrupt.
-func scanSlots(lay *layout.RingLayout, word func(i uint64) uint64, peers []PeerStatus) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
+func scanSlots(lay *layout.SlotGeometry, word func(i uint64) uint64, peers []PeerStatus) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
 	states = map[layout.SlotState]int{}
 	for i := uint64(0); i < lay.Capacity; i++ {
 		sr := classifySlot(lay, i, word(i), peers)
@@ -85,7 +85,7 @@ func scanSlots(lay *layout.RingLayout, word func(i uint64) uint64, peers []PeerS
 
 // classifySlot judges slot i of a ring or deque by its word and the
 // participant table's verdicts.
-func classifySlot(lay *layout.RingLayout, i, raw uint64, peers []PeerStatus) SlotReport {
+func classifySlot(lay *layout.SlotGeometry, i, raw uint64, peers []PeerStatus) SlotReport {
 	sw := layout.UnpackSlot(raw)
 	sr := SlotReport{Index: i, Raw: raw, Word: sw, Owner: int(sw.Owner) - 1, Alive: true}
 	if err := sw.Validate(lay); err != nil {
@@ -169,7 +169,7 @@ func (r *Ring) Repair() (RepairReport, error) {
 		for i := uint64(0); i < r.lay.Capacity; i++ {
 			raw := r.slotWord(i).Load()
 			sw := layout.UnpackSlot(raw)
-			if err := sw.Validate(&r.lay); err != nil {
+			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 				if pass == 0 {
 					rep.Corrupt++
 				}
@@ -228,8 +228,8 @@ func (r *Ring) Repair() (RepairReport, error) {
 // slotDone is a repair's finding for the action a it took on slot i,
 // whose word was raw, worded as Check words it.
 func (r *Ring) slotDone(base, i, raw uint64, peers []PeerStatus, head uint64, a Action) Finding {
-	sr := classifySlot(&r.lay, i, raw, peers)
-	f := slotTemplate(&r.lay, base, sr, peers, head)
+	sr := classifySlot(&r.lay.SlotGeometry, i, raw, peers)
+	f := slotTemplate(&r.lay.SlotGeometry, base, sr, peers, head)
 	f.Problem, f.Action = slotProblem(sr.Problem), a
 	if f.Problem == "" { // an owner judged dead when marked, not now
 		f.Problem = ProblemOrphanedRead
