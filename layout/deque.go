@@ -59,12 +59,18 @@ const (
 	DequeOffPeers       = RingOffParticipants
 )
 
+// DequeLayout is a validated deque geometry with its derived offsets: the
+// ring's slot geometry, in whose slots the returned state is valid.
+type DequeLayout struct {
+	SlotGeometry
+}
+
 // NewDequeLayout validates a deque geometry (the ring's rules) and derives
 // its layout.
-func NewDequeLayout(g Geometry) (RingLayout, error) {
-	l, err := NewRingLayout(g)
-	l.Deque = true
-	return l, err
+func NewDequeLayout(g Geometry) (DequeLayout, error) {
+	sg, err := newSlotGeometry(g)
+	sg.AllowReturned = true
+	return DequeLayout{SlotGeometry: sg}, err
 }
 
 func init() {
@@ -77,12 +83,12 @@ func init() {
 			if err != nil {
 				return 0, Map{}, err
 			}
-			return l.BodySize, dequeFieldMap(&l), nil
+			return l.BodySize, l.fieldMap(), nil
 		},
 	})
 }
 
-func dequeFieldMap(l *RingLayout) Map {
+func (l *DequeLayout) fieldMap() Map {
 	u64 := func(name string, off uint64, meaning string) Field { return Field{name, off, 8, meaning} }
 	u32 := func(name string, off uint64, meaning string) Field { return Field{name, off, 4, meaning} }
 	m := Map{Fields: []Field{

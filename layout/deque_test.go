@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"errors"
+	"math"
 	"testing"
 )
 
@@ -31,7 +33,7 @@ func TestDequeHeaderMap(t *testing.T) {
 			t.Fatalf("%+v: %v", g, err)
 		}
 		l, err := NewDequeLayout(g)
-		if err != nil || !l.Deque {
+		if err != nil || !l.AllowReturned {
 			t.Fatalf("%+v: %v %+v", g, err, l)
 		}
 		if h.FileSize != HeaderSize+l.BodySize {
@@ -83,4 +85,79 @@ func TestDequeHeaderMap(t *testing.T) {
 	if _, err := NewDequeLayout(RingGeometry(3, 64, 1, 1)); err == nil {
 		t.Fatal("capacity 3 accepted")
 	}
+}
+
+// A deque's slot geometry is the ring's for the same geometry, but for
+// the returned state, which is valid in a deque's slots only.
+func TestDequeLayoutSharesRingGeometry(t *testing.T) {
+	g := RingGeometry(16, 128, 7, 3)
+	r, err := NewRingLayout(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDequeLayout(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllowReturned || !d.AllowReturned {
+		t.Fatalf("AllowReturned: ring %v, deque %v", r.AllowReturned, d.AllowReturned)
+	}
+	sg := d.SlotGeometry
+	sg.AllowReturned = false
+	if sg != r.SlotGeometry {
+		t.Fatalf("deque geometry %+v, ring %+v", d.SlotGeometry, r.SlotGeometry)
+	}
+	w := SlotWord{State: SlotReturned, Deliveries: 1, Length: 5}
+	if err := w.Validate(&d.SlotGeometry); err != nil {
+		t.Errorf("deque rejected a returned slot: %v", err)
+	}
+	if err := w.Validate(&r.SlotGeometry); !errors.Is(err, ErrSlotCorrupt) {
+		t.Errorf("ring accepted a returned slot: %v", err)
+	}
+}
+
+// FuzzDequeLayout: NewDequeLayout never panics on any geometry; what it
+// accepts is the ring's layout for that geometry with the returned state
+// allowed, it fits (as FuzzRingLayout checks), and the header agrees.
+func FuzzDequeLayout(f *testing.F) {
+	f.Add(uint64(8), uint32(64), uint32(4), uint32(5), uint32(0))
+	f.Add(uint64(RingMaxCapacity), uint32(RingMaxSlotSize), uint32(RingMaxParticipants), uint32(RingMaxDeliveryLimit), uint32(0))
+	f.Add(uint64(1<<63), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(1))
+	f.Add(uint64(0), uint32(0), uint32(0), uint32(0), uint32(0))
+	f.Fuzz(func(t *testing.T, capacity uint64, slotSize, p0, p1, p2 uint32) {
+		g := Geometry{Capacity: capacity, SlotSize: slotSize, Params: [3]uint32{p0, p1, p2}}
+		l, err := NewDequeLayout(g)
+		r, rerr := NewRingLayout(g)
+		h, herr := NewHeader(KindDeque, g, 0, Creator{})
+		if (err == nil) != (rerr == nil) {
+			t.Fatalf("%+v: deque %v, ring %v", g, err, rerr)
+		}
+		if err != nil {
+			if herr == nil {
+				t.Fatalf("NewHeader accepted %+v that NewDequeLayout rejects: %v", g, err)
+			}
+			return
+		}
+		if !l.AllowReturned {
+			t.Fatalf("deque layout %+v does not allow the returned state", l)
+		}
+		sg := l.SlotGeometry
+		sg.AllowReturned = false
+		if sg != r.SlotGeometry {
+			t.Fatalf("deque geometry %+v, ring %+v", l.SlotGeometry, r.SlotGeometry)
+		}
+		checkSlotGeometry(t, g, &l.SlotGeometry)
+		if p2 != 0 {
+			if herr == nil {
+				t.Fatalf("NewHeader accepted unused param2 = %d", p2)
+			}
+			return
+		}
+		if herr != nil {
+			t.Fatalf("NewHeader rejected %+v that NewDequeLayout accepts: %v", g, herr)
+		}
+		if h.FileSize != HeaderSize+l.BodySize || h.FileSize > MaxFileSize {
+			t.Fatalf("FileSize %d for body %d", h.FileSize, l.BodySize)
+		}
+	})
 }

@@ -67,9 +67,11 @@ func RingGeometry(capacity uint64, slotSize, participants, deliveryLimit uint32)
 	return Geometry{Capacity: capacity, SlotSize: slotSize, Params: [3]uint32{participants, deliveryLimit}}
 }
 
-// RingLayout is a validated ring geometry with its derived offsets, relative
-// to the ring's area (add the header size for file offsets).
-type RingLayout struct {
+// SlotGeometry is what a ring's and a deque's layouts share: a validated
+// geometry of slots and participants with the derived offsets, relative to
+// the kind's area (add the header size for file offsets). Slot words are
+// validated against it (SlotWord.Validate).
+type SlotGeometry struct {
 	Capacity      uint64
 	CapShift      uint // log2(Capacity)
 	SlotSize      uint64
@@ -77,23 +79,39 @@ type RingLayout struct {
 	DeliveryLimit uint32
 	SlotsOff      uint64
 	BodySize      uint64
-	Deque         bool // a deque's slots (the returned state is valid)
+	// AllowReturned says whether SlotReturned is a valid slot state: true
+	// for a deque's slots (NewDequeLayout), false for a ring's
+	// (NewRingLayout), whose returned slot is corrupt.
+	AllowReturned bool
+}
+
+// RingLayout is a validated ring geometry with its derived offsets.
+type RingLayout struct {
+	SlotGeometry
 }
 
 // PayloadMax is the largest message a slot holds.
-func (l *RingLayout) PayloadMax() uint64 { return l.SlotSize - RingSlotWordSize }
+func (l *SlotGeometry) PayloadMax() uint64 { return l.SlotSize - RingSlotWordSize }
 
 // SlotOff is the area offset of slot i's word. i must be < Capacity.
-func (l *RingLayout) SlotOff(i uint64) uint64 { return l.SlotsOff + i*l.SlotSize }
+func (l *SlotGeometry) SlotOff(i uint64) uint64 { return l.SlotsOff + i*l.SlotSize }
 
-// ParticipantOff is the area offset of participant entry i.
-func (l *RingLayout) ParticipantOff(i uint64) uint64 {
+// ParticipantOff is the area offset of participant entry i (rings and
+// deques keep the table at the same offset).
+func (l *SlotGeometry) ParticipantOff(i uint64) uint64 {
 	return RingOffParticipants + i*RingParticipantSize
 }
 
 // NewRingLayout validates a ring geometry and derives its layout.
 func NewRingLayout(g Geometry) (RingLayout, error) {
-	l := RingLayout{Capacity: g.Capacity, SlotSize: uint64(g.SlotSize), Participants: uint64(g.Params[0]), DeliveryLimit: g.Params[1]}
+	sg, err := newSlotGeometry(g)
+	return RingLayout{SlotGeometry: sg}, err
+}
+
+// newSlotGeometry validates the geometry rings and deques share and
+// derives its offsets.
+func newSlotGeometry(g Geometry) (SlotGeometry, error) {
+	l := SlotGeometry{Capacity: g.Capacity, SlotSize: uint64(g.SlotSize), Participants: uint64(g.Params[0]), DeliveryLimit: g.Params[1]}
 	switch {
 	case g.Capacity < 2 || g.Capacity > RingMaxCapacity || g.Capacity&(g.Capacity-1) != 0:
 		return l, fmt.Errorf("capacity %d must be a power of two in [2, %d]", g.Capacity, RingMaxCapacity)
@@ -167,7 +185,7 @@ func (l *RingLayout) fieldMap() Map {
 }
 
 // slotArea describes the slots of a ring or deque.
-func (l *RingLayout) slotArea() Area {
+func (l *SlotGeometry) slotArea() Area {
 	return Area{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
 		{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
 		{"payload", 8, l.SlotSize - 8, "message bytes"},
@@ -253,11 +271,12 @@ func UnpackSlot(v uint64) SlotWord {
 // ErrSlotCorrupt marks a slot word that no ring operation could have written.
 var ErrSlotCorrupt = errors.New("layout: corrupt slot word")
 
-// Validate checks a decoded slot word against the ring's geometry: a state
-// that exists, a length that fits the slot, an owner inside the participant
-// table exactly when the state has one.
-func (w SlotWord) Validate(l *RingLayout) error {
-	if !w.State.Valid() || (w.State == SlotReturned && !l.Deque) {
+// Validate checks a decoded slot word against a ring's or deque's
+// geometry: a state that exists (SlotReturned only where l.AllowReturned),
+// a length that fits the slot, an owner inside the participant table
+// exactly when the state has one.
+func (w SlotWord) Validate(l *SlotGeometry) error {
+	if !w.State.Valid() || (w.State == SlotReturned && !l.AllowReturned) {
 		return fmt.Errorf("%w: state %d", ErrSlotCorrupt, w.State)
 	}
 	if uint64(w.Length) > l.PayloadMax() {
@@ -277,7 +296,7 @@ func (w SlotWord) Validate(l *RingLayout) error {
 }
 
 // LapOf returns the lap of a position, as slot words store it.
-func (l *RingLayout) LapOf(pos uint64) uint32 { return uint32(pos>>l.CapShift) & SlotLapMask }
+func (l *SlotGeometry) LapOf(pos uint64) uint32 { return uint32(pos>>l.CapShift) & SlotLapMask }
 
 // LapDiff returns a-b as a signed distance in laps, modulo 2^SlotLapBits:
 // laps in a slot word are only ever a few laps from any live position.

@@ -69,6 +69,16 @@ func TestNewRingLayout(t *testing.T) {
 // checkRingLayout asserts the invariants every accepted ring layout has.
 func checkRingLayout(t *testing.T, g Geometry, l RingLayout) {
 	t.Helper()
+	if l.AllowReturned {
+		t.Fatalf("ring layout %+v allows the returned state", l)
+	}
+	checkSlotGeometry(t, g, &l.SlotGeometry)
+}
+
+// checkSlotGeometry asserts the invariants every accepted ring or deque
+// layout has.
+func checkSlotGeometry(t *testing.T, g Geometry, l *SlotGeometry) {
+	t.Helper()
 	if l.Capacity != g.Capacity || l.SlotSize != uint64(g.SlotSize) ||
 		l.Participants != uint64(g.Params[0]) || l.DeliveryLimit != g.Params[1] {
 		t.Fatalf("layout %+v does not echo geometry %+v", l, g)
@@ -114,7 +124,7 @@ func TestRingControlLines(t *testing.T) {
 		"participants": {RingOffParticipants},
 	}
 	checkControlLines(t, roles)
-	m := (&RingLayout{Participants: 1, Capacity: 2, SlotSize: 64, SlotsOff: 512}).fieldMap()
+	m := (&RingLayout{SlotGeometry{Participants: 1, Capacity: 2, SlotSize: 64, SlotsOff: 512}}).fieldMap()
 	for _, f := range m.Fields {
 		if f.Size != 4 && f.Size != 8 || f.Offset%f.Size != 0 {
 			t.Errorf("%s: %d bytes at %d: not an aligned atomic word", f.Name, f.Size, f.Offset)
@@ -322,7 +332,7 @@ func TestSlotWordValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.w.Validate(&l)
+			err := tt.w.Validate(&l.SlotGeometry)
 			if tt.ok && err != nil {
 				t.Fatalf("%+v: %v", tt.w, err)
 			}
@@ -347,10 +357,10 @@ func TestSlotStateNames(t *testing.T) {
 	}
 	// Returned is a deque's state: a ring's slot in it is corrupt.
 	w := SlotWord{State: SlotReturned, Length: 3}
-	if err := w.Validate(&RingLayout{Participants: 1, SlotSize: 64}); !errors.Is(err, ErrSlotCorrupt) {
+	if err := w.Validate(&SlotGeometry{Participants: 1, SlotSize: 64}); !errors.Is(err, ErrSlotCorrupt) {
 		t.Errorf("ring accepted a returned slot: %v", err)
 	}
-	if err := w.Validate(&RingLayout{Participants: 1, SlotSize: 64, Deque: true}); err != nil {
+	if err := w.Validate(&SlotGeometry{Participants: 1, SlotSize: 64, AllowReturned: true}); err != nil {
 		t.Errorf("deque rejected a returned slot: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ type DequeConfig = RingConfig
 // after every other call on the value has returned.
 type Deque struct {
 	reg  *shm.Region
-	lay  layout.RingLayout
+	lay  layout.DequeLayout
 	area shm.Words
 	mask uint64
 
@@ -258,7 +258,7 @@ func (d *Deque) detach() {
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner == d.self && sw.Validate(&d.lay) == nil && sw.State == layout.SlotLeased {
+		if sw.Owner == d.self && sw.Validate(&d.lay.SlotGeometry) == nil && sw.State == layout.SlotLeased {
 			d.giveBack(i, raw, sw)
 		}
 	}
@@ -283,7 +283,7 @@ func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner != stamp || sw.Validate(&d.lay) != nil {
+		if sw.Owner != stamp || sw.Validate(&d.lay.SlotGeometry) != nil {
 			continue
 		}
 		if sw.State == layout.SlotWriting {

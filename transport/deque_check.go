@@ -49,7 +49,7 @@ func (d *Deque) Check() CheckReport {
 	}
 	returns, returned := 0, uint64(0)
 	held := make([]int, d.lay.Participants)
-	checkSlots(fs, &d.lay, base, words, peers, top, bottom, func(sr SlotReport, pos uint64) []Finding {
+	checkSlots(fs, &d.lay.SlotGeometry, "top", base, words, peers, top, bottom, func(sr SlotReport, pos uint64) []Finding {
 		var out []Finding
 		var p PeerStatus
 		if sr.Owner >= 0 && sr.Owner < len(peers) {
@@ -131,7 +131,7 @@ func (d *Deque) planBottom(words []uint64, top, bottom uint64, stamp, ownerStamp
 		lap := d.lay.LapOf(b)
 		i := b & d.mask
 		sw := layout.UnpackSlot(words[i])
-		if sw.Validate(&d.lay) != nil {
+		if sw.Validate(&d.lay.SlotGeometry) != nil {
 			break
 		}
 		diff := layout.LapDiff(sw.Lap, lap)

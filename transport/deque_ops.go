@@ -118,7 +118,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			// A message handed back in this slot (one lap ago, or at
 			// this very position after the owner popped back below it):
 			// publish it again here, as the newest, and push ours after.
-			if err := sw.Validate(&d.lay); err != nil {
+			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				return d.corrupt(b, raw, err)
 			}
 			again := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: lap}
@@ -134,7 +134,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			// behind it: the slot's lap moves to b's, so thieves step over
 			// b as consumed, and Ack or TakePoisoned frees it for the
 			// position one lap on.
-			if err := sw.Validate(&d.lay); err != nil {
+			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				return d.corrupt(b, raw, err)
 			}
 			moved := sw
@@ -241,7 +241,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 		diff := layout.LapDiff(sw.Lap, lap)
 		switch {
 		case diff == 0 && sw.State == layout.SlotReady:
-			if err := sw.Validate(&d.lay); err != nil {
+			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				d.bottom.Store(b)
 				return 0, d.corrupt(p, raw, err)
 			}
@@ -371,7 +371,7 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 		}
 		switch {
 		case diff == 0 && sw.State == layout.SlotReady:
-			if err := sw.Validate(&d.lay); err != nil {
+			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				return Lease{}, d.corrupt(t, raw, err)
 			}
 			if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
@@ -441,7 +441,7 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 		if sw.State != layout.SlotReturned {
 			continue
 		}
-		if err := sw.Validate(&d.lay); err != nil {
+		if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 			return Lease{}, d.corrupt(i, raw, err)
 		}
 		if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
@@ -564,7 +564,7 @@ func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
 	if sw.State != layout.SlotLeased || sw.Owner != d.self {
 		return 0, sw, fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, d.Path(), l.slot, sw.State, int(sw.Owner)-1)
 	}
-	if err := sw.Validate(&d.lay); err != nil {
+	if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 		return 0, sw, d.corrupt(l.slot, raw, err)
 	}
 	return raw, sw, nil
@@ -586,7 +586,7 @@ func (d *Deque) giveBack(i, raw uint64, sw layout.SlotWord) bool {
 		}
 		raw = w.Load()
 		sw = layout.UnpackSlot(raw)
-		if sw.Owner != taker || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) || sw.Validate(&d.lay) != nil {
+		if sw.Owner != taker || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) || sw.Validate(&d.lay.SlotGeometry) != nil {
 			d.uncountReturned()
 			return false
 		}
@@ -615,7 +615,7 @@ func (d *Deque) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 			if sw.State != layout.SlotPoisoned {
 				break
 			}
-			if err := sw.Validate(&d.lay); err != nil {
+			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				return 0, 0, d.corrupt(i, raw, err)
 			}
 			if int(sw.Length) > len(buf) {

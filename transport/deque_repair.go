@@ -24,7 +24,7 @@ type DequeScanReport struct {
 // deque's owner is proven dead. It changes nothing and works read-only.
 func (d *Deque) Scan() DequeScanReport {
 	rep := DequeScanReport{Path: d.Path(), Counters: d.Counters(), Peers: d.Peers()}
-	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&d.lay, func(i uint64) uint64 { return d.slotWord(i).Load() }, rep.Peers)
+	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&d.lay.SlotGeometry, func(i uint64) uint64 { return d.slotWord(i).Load() }, rep.Peers)
 	if v := d.ownerWord.Load(); v != 0 {
 		rep.OwnerAlive = d.holderAlive(v)
 		if !rep.OwnerAlive {
@@ -79,7 +79,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
-		if err := sw.Validate(&d.lay); err != nil {
+		if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 			rep.Corrupt++
 			continue
 		}
@@ -126,8 +126,8 @@ func (d *Deque) Repair() (RepairReport, error) {
 // slotDone is a repair's finding for the action a it took on slot i,
 // whose word was raw, worded as Check words it.
 func (d *Deque) slotDone(base, i, raw uint64, peers []PeerStatus, top uint64, a Action) Finding {
-	sr := classifySlot(&d.lay, i, raw, peers)
-	f := slotTemplate(&d.lay, base, sr, peers, top)
+	sr := classifySlot(&d.lay.SlotGeometry, i, raw, peers)
+	f := slotTemplate(&d.lay.SlotGeometry, base, sr, peers, top)
 	f.Problem, f.Action = dequeProblem(sr, a), a
 	if f.Problem == "" { // an owner judged dead when marked, not now
 		f.Problem = ProblemOrphanedRead
@@ -177,7 +177,7 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 		w := d.slotWord(b)
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Validate(&d.lay) != nil {
+		if sw.Validate(&d.lay.SlotGeometry) != nil {
 			break
 		}
 		diff := layout.LapDiff(sw.Lap, lap)

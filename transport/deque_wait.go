@@ -7,7 +7,7 @@ import (
 	"github.com/shmkit/shmkit/layout"
 )
 
-// Blocking deque calls wait as the ring's do (ring_wait.go): spin briefly,
+// Blocking deque calls wait as the ring's do (wait.go): spin briefly,
 // then sleep on a futex word in the mapping; the other side wakes only
 // when a sleeper raised the waiter flag.
 

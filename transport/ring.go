@@ -3,7 +3,6 @@ package transport
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
@@ -256,6 +255,3 @@ func (r *Ring) payload(i uint64, n uint32) []byte {
 func (r *Ring) corrupt(i uint64, raw uint64, err error) error {
 	return fmt.Errorf("%w: %s: slot %d word %#016x: %v", ErrCorrupt, r.reg.Path(), i&r.mask, raw, err)
 }
-
-// deadlineOrClose is used by waits that need a bounded slice.
-var stuckCheckInterval = 100 * time.Millisecond

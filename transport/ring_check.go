@@ -2,7 +2,6 @@ package transport
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/shmkit/shmkit/layout"
 )
@@ -31,7 +30,7 @@ func (r *Ring) Check() CheckReport {
 	words := r.snapshotSlots()
 	sim := r.planSlots(words, head, tail, peers)
 	held := make([]int, r.lay.Participants)
-	checkSlots(fs, &r.lay, base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
+	checkSlots(fs, &r.lay.SlotGeometry, "head", base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
 		if !orphaned(sr.Problem) {
 			return nil
 		}
@@ -65,118 +64,6 @@ func (r *Ring) snapshotSlots() []uint64 {
 		words[i] = r.slotWord(uint64(i)).Load()
 	}
 	return words
-}
-
-func orphaned(p SlotProblem) bool {
-	return p == SlotOrphanedWrite || p == SlotOrphanedRead || p == SlotOrphanedLease
-}
-
-// slotProblem names a Scan classification in Check's vocabulary.
-func slotProblem(p SlotProblem) Problem {
-	switch p {
-	case SlotOrphanedWrite:
-		return ProblemOrphanedWrite
-	case SlotOrphanedRead:
-		return ProblemOrphanedRead
-	case SlotOrphanedLease:
-		return ProblemOrphanedLease
-	case SlotPoison:
-		return ProblemPoisoned
-	case SlotCorrupt:
-		return ProblemCorruptSlot
-	}
-	return ""
-}
-
-// slotPosition reconstructs the queue position a slot word refers to: slot
-// words keep the lap modulo 2^27, so the full lap is taken as the one
-// nearest near's (live words are never more than two laps from head or
-// top). A word whose lap would fall before position 0 (only a corrupt one)
-// is given its lap as stored.
-func slotPosition(l *layout.RingLayout, index uint64, lap uint32, near uint64) uint64 {
-	nearLap := near >> l.CapShift
-	full := int64(nearLap) + int64(layout.LapDiff(lap, uint32(nearLap)&layout.SlotLapMask))
-	if full < 0 {
-		full = int64(lap)
-	}
-	return uint64(full)<<l.CapShift | index
-}
-
-// slotTemplate is a finding about slot i (word raw, classified as sr):
-// where it is, its position near lo, and its owner.
-func slotTemplate(l *layout.RingLayout, base uint64, sr SlotReport, peers []PeerStatus, lo uint64) Finding {
-	f := Finding{Location: fmt.Sprintf("slot[%d].word", sr.Index), Offset: base + l.SlotOff(sr.Index), Raw: sr.Raw,
-		Position: slotPosition(l, sr.Index, sr.Word.Lap, lo), HasPosition: true, Owner: -1}
-	if sr.Owner >= 0 && sr.Owner < len(peers) {
-		p := peers[sr.Owner]
-		f.Owner, f.OwnerID, f.Verdict, f.Dead = sr.Owner, p.ID, p.Reason, p.Dead
-	}
-	return f
-}
-
-// slotJudge gives a kind's findings about one slot (Problem, Action and
-// Detail; checkSlots fills in where and whose). It is called for every
-// slot, corrupt ones included.
-type slotJudge func(sr SlotReport, pos uint64) []Finding
-
-// checkSlots checks every slot word of a ring or deque (words, read once):
-// its classification (state, length, owner, proof of death), what the
-// kind's judge says of it, then what the state machine allows of
-// deliveries and laps. lo and hi are the positions the live words cluster
-// around (head and tail; top and bottom). Corrupt and poisoned words are
-// left alone by every repair.
-func checkSlots(fs *findings, l *layout.RingLayout, base uint64, words []uint64, peers []PeerStatus, lo, hi uint64, judge slotJudge) {
-	loLap, hiLap := l.LapOf(lo), l.LapOf(hi)
-	limit := uint8(l.DeliveryLimit)
-	for i, raw := range words {
-		sr := classifySlot(l, uint64(i), raw, peers)
-		t := slotTemplate(l, base, sr, peers, lo)
-		add := func(p Problem, a Action, format string, args ...any) {
-			f := t
-			f.Problem, f.Action, f.Detail = p, a, fmt.Sprintf(format, args...)
-			fs.add(f)
-		}
-		w := sr.Word
-		if sr.Problem == SlotCorrupt {
-			add(ProblemCorruptSlot, ActionNone, "word %#016x: %s: left alone", raw, strings.ReplaceAll(sr.Err, "layout: ", ""))
-		}
-		if sr.Problem == SlotPoison {
-			add(ProblemPoisoned, ActionNone, "message at position %d set aside after %d deliveries (limit %d): left alone; take it with TakePoisoned",
-				t.Position, w.Deliveries, l.DeliveryLimit)
-		}
-		for _, f := range judge(sr, t.Position) {
-			g := t
-			g.Problem, g.Action, g.Detail = f.Problem, f.Action, f.Detail
-			fs.add(g)
-		}
-		if sr.Problem == SlotCorrupt {
-			continue
-		}
-		switch {
-		case w.State == layout.SlotWriting && (w.Length != 0 || w.Deliveries != 0):
-			add(ProblemBadDeliveries, ActionNone, "writing slot with length %d and %d deliveries: a producer writes both as 0", w.Length, w.Deliveries)
-		case w.State == layout.SlotReady && w.Deliveries > limit,
-			(w.State == layout.SlotReading || w.State == layout.SlotLeased || w.State == layout.SlotReturned) && (w.Deliveries == 0 || w.Deliveries > limit):
-			add(ProblemBadDeliveries, ActionNone, "%s slot with %d deliveries (limit %d)", w.State, w.Deliveries, limit)
-		case w.State == layout.SlotPoisoned && w.Deliveries < limit:
-			add(ProblemBadDeliveries, ActionNone, "poisoned slot with %d deliveries, under the limit of %d", w.Deliveries, limit)
-		}
-		if d1, d2 := layout.LapDiff(w.Lap, loLap), layout.LapDiff(w.Lap, hiLap); min(abs32(d1), abs32(d2)) > 2 {
-			what := "head"
-			if l.Deque {
-				what = "top"
-			}
-			add(ProblemBadLap, ActionNone, "%s slot at lap %d, %d laps from the %s's lap %d (live words are at most 2 laps away)",
-				w.State, w.Lap, d1, what, loLap)
-		}
-	}
-}
-
-func abs32(v int32) int32 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // ringSlotDetail says what a ring's orphaned slot is and what a repair
@@ -224,14 +111,14 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) 
 			dead[p.Index], anyDead = true, true
 		}
 	}
-	sim := ringSim{lay: &r.lay, words: append([]uint64(nil), words...), head: head, tail: tail}
+	sim := ringSim{lay: &r.lay.SlotGeometry, words: append([]uint64(nil), words...), head: head, tail: tail}
 	for pass := 0; anyDead; pass++ {
 		progress, deferred := false, 0
 		clear(plan.keep)
 		for i := uint64(0); i < r.lay.Capacity; i++ {
 			raw := sim.words[i]
 			sw := layout.UnpackSlot(raw)
-			if sw.Validate(&r.lay) != nil || sw.Owner == 0 || !dead[sw.Owner-1] {
+			if sw.Validate(&r.lay.SlotGeometry) != nil || sw.Owner == 0 || !dead[sw.Owner-1] {
 				continue
 			}
 			step := sim.recoverSlot(i, raw, sw)
@@ -258,7 +145,7 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) 
 // ringSim is a ring's slot words, head and tail, changed as a Repair
 // would change them.
 type ringSim struct {
-	lay        *layout.RingLayout
+	lay        *layout.SlotGeometry
 	words      []uint64
 	head, tail uint64
 	stopped    bool // a push met a corrupt word: Repair returns an error there

@@ -17,7 +17,7 @@ func (r *Ring) reclaimStamp(stamp uint16, _ uint32) bool {
 	for s := uint64(0); s < r.lay.Capacity; s++ {
 		raw := r.slotWord(s).Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner != stamp || sw.Validate(&r.lay) != nil {
+		if sw.Owner != stamp || sw.Validate(&r.lay.SlotGeometry) != nil {
 			continue
 		}
 		if r.recoverWithoutPush(s, raw, sw) == recoveredDeferred {
@@ -38,7 +38,7 @@ func (r *Ring) detach() error {
 	for i := uint64(0); i < r.lay.Capacity; i++ {
 		raw := r.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner != me || sw.Validate(&r.lay) != nil {
+		if sw.Owner != me || sw.Validate(&r.lay.SlotGeometry) != nil {
 			continue
 		}
 		what, err := r.recoverSlot(i, raw, sw)

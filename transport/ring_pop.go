@@ -43,27 +43,6 @@ func (r *Ring) pop(buf []byte) (int, error) {
 	return n, nil
 }
 
-// Lease is a message handed to this participant by Claim. Its payload stays
-// in the ring's slot, untouched, until Ack or Release: Data is a view of it
-// (zero-copy), valid until then. If the process dies first, a repair
-// delivers the message again.
-type Lease struct {
-	slot       uint64
-	lap        uint32
-	data       []byte
-	Deliveries int // times this message has been handed out, this one included
-}
-
-// Data returns the leased message. It aliases the mapping: copy what must
-// outlive Ack.
-func (l *Lease) Data() []byte { return l.data }
-
-// Slot returns the index of the slot holding the message.
-func (l *Lease) Slot() uint64 { return l.slot }
-
-// Lap returns the lap at which the message was claimed.
-func (l *Lease) Lap() uint32 { return l.lap }
-
 // TryClaim leases the next message, or returns ErrEmpty. A message already
 // delivered DeliveryLimit times is set aside as poison instead and the next
 // one is tried.
@@ -131,7 +110,7 @@ func (r *Ring) Release(l Lease) error {
 	if sw.State != layout.SlotLeased || sw.Owner != r.self {
 		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
 	}
-	if err := sw.Validate(&r.lay); err != nil {
+	if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 		return r.corrupt(l.slot, raw, err)
 	}
 	what, err := r.recoverSlot(l.slot, raw, sw)
@@ -157,7 +136,7 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			// What Validate checks of a READY word, inline: this is the
 			// hot path, and the call spills the word to the stack.
 			if sw.Owner != 0 || uint64(sw.Length) > r.lay.PayloadMax() {
-				return 0, sw, r.corrupt(h, raw, sw.Validate(&r.lay))
+				return 0, sw, r.corrupt(h, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
 			if uint32(sw.Deliveries) >= r.lay.DeliveryLimit {
 				r.poison(h, w, raw, sw)
@@ -253,7 +232,7 @@ func (r *Ring) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 			if sw.State != layout.SlotPoisoned {
 				break
 			}
-			if err := sw.Validate(&r.lay); err != nil {
+			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 				return 0, 0, r.corrupt(i, raw, err)
 			}
 			if int(sw.Length) > len(buf) {

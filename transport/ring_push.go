@@ -46,7 +46,7 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 		switch {
 		case d == 0 && sw.State == layout.SlotFree:
 			if raw != (layout.SlotWord{Lap: lap}).Pack() {
-				return r.corrupt(t, raw, sw.Validate(&r.lay))
+				return r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
 			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.self, Lap: lap}.Pack()
 			if !w.CompareAndSwap(raw, mine) {
@@ -84,7 +84,7 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			if burnedHere >= r.lay.Capacity || t-r.head.Load() >= r.lay.Capacity {
 				return ErrFull
 			}
-			if err := sw.Validate(&r.lay); err != nil {
+			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 				return r.corrupt(t, raw, err)
 			}
 			moved := sw

@@ -7,39 +7,6 @@ import (
 	"github.com/shmkit/shmkit/shm"
 )
 
-// SlotProblem classifies a slot found by Scan.
-type SlotProblem uint8
-
-const (
-	SlotOK            SlotProblem = iota // free, ready, or owned by a live participant
-	SlotOrphanedWrite                    // half-written by a dead producer: released by Repair
-	SlotOrphanedRead                     // being popped by a dead consumer: requeued by Repair
-	SlotOrphanedLease                    // leased by a dead consumer: requeued by Repair
-	SlotPoison                           // set aside after too many deliveries
-	SlotCorrupt                          // a word no ring operation writes
-)
-
-var slotProblemNames = [...]string{"ok", "orphaned write", "orphaned read", "orphaned lease", "poisoned", "corrupt"}
-
-func (p SlotProblem) String() string {
-	if int(p) < len(slotProblemNames) {
-		return slotProblemNames[p]
-	}
-	return fmt.Sprintf("problem(%d)", uint8(p))
-}
-
-// SlotReport describes one non-free slot.
-type SlotReport struct {
-	Index   uint64
-	Raw     uint64
-	Word    layout.SlotWord
-	Problem SlotProblem
-	Owner   int           // participant index, -1 for none
-	OwnerID shm.ProcessID // the owner's identity as the table records it
-	Alive   bool          // the owner is not proven dead
-	Err     string        // why the word is corrupt
-}
-
 // ScanReport is what Scan finds. It is a value: tools print it.
 type ScanReport struct {
 	Path     string
@@ -57,66 +24,8 @@ type ScanReport struct {
 // validated, never trusted.
 func (r *Ring) Scan() ScanReport {
 	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers()}
-	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
+	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay.SlotGeometry, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
 	return rep
-}
-
-// scanSlots classifies every slot of a ring or deque (word loads slot i's
-// word): the count of slots in each state, every slot that is not free or
-// has a problem, how many have problems, how many are corrupt.
-func scanSlots(lay *layout.RingLayout, word func(i uint64) uint64, peers []PeerStatus) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
-	states = map[layout.SlotState]int{}
-	for i := uint64(0); i < lay.Capacity; i++ {
-		sr := classifySlot(lay, i, word(i), peers)
-		if sr.Problem == SlotCorrupt {
-			corrupt++
-		} else {
-			states[sr.Word.State]++
-		}
-		if sr.Word.State != layout.SlotFree || sr.Problem != SlotOK {
-			slots = append(slots, sr)
-		}
-		if sr.Problem != SlotOK {
-			problems++
-		}
-	}
-	return states, slots, problems, corrupt
-}
-
-// classifySlot judges slot i of a ring or deque by its word and the
-// participant table's verdicts.
-func classifySlot(lay *layout.RingLayout, i, raw uint64, peers []PeerStatus) SlotReport {
-	sw := layout.UnpackSlot(raw)
-	sr := SlotReport{Index: i, Raw: raw, Word: sw, Owner: int(sw.Owner) - 1, Alive: true}
-	if err := sw.Validate(lay); err != nil {
-		sr.Problem, sr.Err = SlotCorrupt, err.Error()
-		return sr
-	}
-	if sw.State == layout.SlotPoisoned {
-		sr.Problem = SlotPoison
-	}
-	if sr.Owner < 0 {
-		return sr
-	}
-	p := peers[sr.Owner]
-	sr.OwnerID, sr.Alive = p.ID, !p.Dead
-	if p.State == "free" || (p.State == "claiming" && !p.Dead) {
-		// An owner stamp pointing at an unused entry: no process can be
-		// proven to own it, and no repair may guess.
-		sr.Problem, sr.Err, sr.Alive = SlotCorrupt, "owner entry is "+p.State, false
-		return sr
-	}
-	if p.Dead {
-		switch sw.State {
-		case layout.SlotWriting:
-			sr.Problem = SlotOrphanedWrite
-		case layout.SlotReading:
-			sr.Problem = SlotOrphanedRead
-		case layout.SlotLeased:
-			sr.Problem = SlotOrphanedLease
-		}
-	}
-	return sr
 }
 
 // Repair recovers what dead participants left behind: half-written slots
@@ -169,7 +78,7 @@ func (r *Ring) Repair() (RepairReport, error) {
 		for i := uint64(0); i < r.lay.Capacity; i++ {
 			raw := r.slotWord(i).Load()
 			sw := layout.UnpackSlot(raw)
-			if err := sw.Validate(&r.lay); err != nil {
+			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
 				if pass == 0 {
 					rep.Corrupt++
 				}
@@ -228,8 +137,8 @@ func (r *Ring) Repair() (RepairReport, error) {
 // slotDone is a repair's finding for the action a it took on slot i,
 // whose word was raw, worded as Check words it.
 func (r *Ring) slotDone(base, i, raw uint64, peers []PeerStatus, head uint64, a Action) Finding {
-	sr := classifySlot(&r.lay, i, raw, peers)
-	f := slotTemplate(&r.lay, base, sr, peers, head)
+	sr := classifySlot(&r.lay.SlotGeometry, i, raw, peers)
+	f := slotTemplate(&r.lay.SlotGeometry, base, sr, peers, head)
 	f.Problem, f.Action = slotProblem(sr.Problem), a
 	if f.Problem == "" { // an owner judged dead when marked, not now
 		f.Problem = ProblemOrphanedRead
