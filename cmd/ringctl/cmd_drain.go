@@ -58,7 +58,7 @@ type drainQueue interface {
 // (kind.queue builds it).
 type drainSource struct {
 	q            drainQueue
-	lay          layout.RingLayout
+	lay          layout.SlotGeometry
 	front        func() uint64                 // the ring's head or the deque's top, for positions
 	takeReturned func(buf []byte) (int, error) // a deque's TakeReturned; nil for a ring
 }
@@ -67,7 +67,7 @@ type drainSource struct {
 func newDrainSource(path string, q interface {
 	drainQueue
 	Header() layout.Header
-}, lay func(string, layout.Header) (layout.RingLayout, error), front func() uint64, returned func([]byte) (int, error)) (*drainSource, error) {
+}, lay func(string, layout.Header) (layout.SlotGeometry, error), front func() uint64, returned func([]byte) (int, error)) (*drainSource, error) {
 	l, err := lay(path, q.Header())
 	if err != nil {
 		q.Close()

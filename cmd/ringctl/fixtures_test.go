@@ -40,7 +40,10 @@ var fixtureRing = transport.RingConfig{Capacity: 8, SlotSize: 64, Participants: 
 func makeFixtures(t testing.TB) map[string][]byte {
 	dir := t.TempDir()
 	ring := buildRing(t, dir)
-	slot, entry, area := fixtureOffsets(t, layout.NewRingLayout)
+	slot, entry, area := fixtureOffsets(t, func(g layout.Geometry) (layout.SlotGeometry, error) {
+		l, err := layout.NewRingLayout(g)
+		return l.SlotGeometry, err
+	})
 	le := binary.LittleEndian
 	fx := map[string][]byte{"ring.shm": ring}
 
@@ -174,7 +177,7 @@ func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
 // fixtureOffsets gives the file offsets of slot i, participant entry i
 // and a word of the kind's area, in the fixtures' geometry (8 slots of 64
 // bytes, 4 participants, limit 5) laid out by lay.
-func fixtureOffsets(t testing.TB, lay func(layout.Geometry) (layout.RingLayout, error)) (slot, entry, area func(uint64) uint64) {
+func fixtureOffsets(t testing.TB, lay func(layout.Geometry) (layout.SlotGeometry, error)) (slot, entry, area func(uint64) uint64) {
 	l, err := lay(layout.RingGeometry(8, 64, 4, 5))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +203,10 @@ var fixtureDeque = fixtureRing
 //	                     deliveries instead of returned
 func addDequeFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	base := buildDeque(t, dir)
-	slot, entry, area := fixtureOffsets(t, layout.NewDequeLayout)
+	slot, entry, area := fixtureOffsets(t, func(g layout.Geometry) (layout.SlotGeometry, error) {
+		l, err := layout.NewDequeLayout(g)
+		return l.SlotGeometry, err
+	})
 	le := binary.LittleEndian
 	fx["deque.shm"] = base
 	// deadPeer makes entry i an active entry of the dead pid, at the

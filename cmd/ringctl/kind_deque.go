@@ -38,12 +38,12 @@ var dequeKind = &kind{
 type dequeView struct{ *transport.Deque }
 
 // dequeLayout derives the deque's offsets from its (validated) header.
-func dequeLayout(path string, h layout.Header) (layout.RingLayout, error) {
+func dequeLayout(path string, h layout.Header) (layout.SlotGeometry, error) {
 	l, err := layout.NewDequeLayout(h.Geometry)
 	if err != nil {
-		return l, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+		return l.SlotGeometry, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
 	}
-	return l, nil
+	return l.SlotGeometry, nil
 }
 
 // dequeInspectReport is inspect's JSON output for a deque: field names are

@@ -123,12 +123,12 @@ func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
 }
 
 // ringLayout derives the ring's offsets from its (validated) header.
-func ringLayout(path string, h layout.Header) (layout.RingLayout, error) {
+func ringLayout(path string, h layout.Header) (layout.SlotGeometry, error) {
 	l, err := layout.NewRingLayout(h.Geometry)
 	if err != nil {
-		return l, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+		return l.SlotGeometry, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
 	}
-	return l, nil
+	return l.SlotGeometry, nil
 }
 
 // position reconstructs the ring position a slot word refers to: slot words
@@ -136,7 +136,7 @@ func ringLayout(path string, h layout.Header) (layout.RingLayout, error) {
 // head's lap (live words are never more than two laps from it). A word
 // whose lap would fall before position 0 (only a corrupt one) is given its
 // lap as stored.
-func position(l *layout.RingLayout, index uint64, lap uint32, head uint64) uint64 {
+func position(l *layout.SlotGeometry, index uint64, lap uint32, head uint64) uint64 {
 	headLap := head >> l.CapShift
 	full := int64(headLap) + int64(layout.LapDiff(lap, uint32(headLap)&layout.SlotLapMask))
 	if full < 0 {

@@ -45,7 +45,7 @@ func fileInfo[G any](path string, h layout.Header, id uint64, g G) fileJSON[G] {
 }
 
 // slottedGeometry is a ring's or deque's geometry, as inspect shows it.
-func slottedGeometry(l *layout.RingLayout) geometryJSON {
+func slottedGeometry(l *layout.SlotGeometry) geometryJSON {
 	return geometryJSON{Capacity: l.Capacity, SlotSize: l.SlotSize, PayloadMax: l.PayloadMax(),
 		Participants: l.Participants, DeliveryLimit: l.DeliveryLimit}
 }
@@ -182,7 +182,7 @@ type slotJSON struct {
 
 // slotsJSON describes every slot Scan listed (all but the plain free
 // ones); front is the head (a deque's top), for positions.
-func slotsJSON(l *layout.RingLayout, slots []transport.SlotReport, front uint64) []slotJSON {
+func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64) []slotJSON {
 	out := []slotJSON{}
 	for _, s := range slots {
 		out = append(out, slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
@@ -221,7 +221,7 @@ func problemCell(problem, why string) string {
 }
 
 // slotBytes is the byte range of slot i of a slotted file, for hexdump --slot.
-func slotBytes(path string, h layout.Header, i int, lay func(string, layout.Header) (layout.RingLayout, error)) (lo, hi int64, err error) {
+func slotBytes(path string, h layout.Header, i int, lay func(string, layout.Header) (layout.SlotGeometry, error)) (lo, hi int64, err error) {
 	l, err := lay(path, h)
 	if err != nil {
 		return 0, 0, err
