@@ -142,7 +142,7 @@ func CheckCrashPointCalls(t *testing.T, dir string) {
 }
 
 // RunCoveringCrashPoints runs the package's tests (m.Run) and then, on a
-// full run (no -run or -skip filter, not -short, not a child process) that
+// full run (no -run, -skip, -list or -fuzz; not -short; not a child) that
 // passed, fails unless some test killed a child at every crash point
 // declared in dir's crashpoints.go. Call it from TestMain.
 func RunCoveringCrashPoints(m *testing.M, dir string) int {
@@ -170,7 +170,7 @@ func RunCoveringCrashPoints(m *testing.M, dir string) int {
 }
 
 func fullRun() bool {
-	for _, name := range []string{"test.run", "test.skip"} {
+	for _, name := range []string{"test.run", "test.skip", "test.list", "test.fuzz"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return false
 		}
