@@ -174,7 +174,7 @@ func TestDequeChaos(t *testing.T) {
 	}
 	rng := chaosSeed(t)
 	chaosFor, pace := 4*time.Second, 8
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		chaosFor, pace = 3*time.Second, 2
 	}
 	d := newDeque(t, DequeConfig{Capacity: 64})

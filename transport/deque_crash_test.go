@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Crash tests for the deque: a real child process is killed at a named step
@@ -216,48 +217,48 @@ func TestDequeCrashPoints(t *testing.T) {
 		prefill   bool   // the parent, as owner, pushes 1..10 and keeps the role
 		steps     []step // children, in order; each but a clean one dies
 		ownerDies bool
-		want      func(rep RepairReport) string // what the parent's repair must report
+		want      func(rep check.RepairReport) string // what the parent's repair must report
 	}{
 		{"push after claim", false, []step{owner("deque.push.after-claim", 5)}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionRelease) == 1 && r.Count(ActionFreeOwner) == 1, "abandoned 1, owner died")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionRelease) == 1 && r.Count(check.ActionFreeOwner) == 1, "abandoned 1, owner died")
 			}},
 		{"push after write", false, []step{owner("deque.push.after-write", 5)}, true,
-			func(r RepairReport) string { return want(r.Count(ActionCountIn) == 1, "published 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionCountIn) == 1, "published 1") }},
 		{"push after publish", false, []step{owner("deque.push.after-publish", 5)}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionFreeOwner) == 1 && r.Count(ActionCountIn) == 0, "owner died, nothing else")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionFreeOwner) == 1 && r.Count(check.ActionCountIn) == 0, "owner died, nothing else")
 			}},
 		{"pop after announce", false, []step{owner("deque.pop.after-announce", 2, "POP=3")}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionCountIn) == 1, "published 1 (the announced pop)")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionCountIn) == 1, "published 1 (the announced pop)")
 			}},
 		{"pop after take", false, []step{owner("deque.pop.after-take", 2, "POP=3")}, true,
-			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionRollBack) == 1, "rolled back 1") }},
 		{"pop after copy", false, []step{owner("deque.pop.after-copy", 2, "POP=3")}, true,
-			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionRollBack) == 1, "rolled back 1") }},
 		{"steal after take", true, []step{{"steal", "deque.steal.after-take", 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"steal after advance", true, []step{{"steal", "deque.steal.after-advance", 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"steal after copy", true, []step{{"steal", "deque.steal.after-copy", 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"claim after take", true, []step{{"claim", "deque.steal.after-take", 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"lease held", true, []step{{"hold", "test.lease.processing", 1, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"ack before free", true, []step{{"claim", "deque.ack.before-free", 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"return after mark", true, []step{{"release", "deque.return.after-mark", 1, nil}}, false,
-			func(r RepairReport) string {
-				return want(len(r.DeadPeers) == 1 && r.Count(ActionReturn) == 0, "dead peer, nothing to return")
+			func(r check.RepairReport) string {
+				return want(len(r.DeadPeers) == 1 && r.Count(check.ActionReturn) == 0, "dead peer, nothing to return")
 			}},
 		{"repairer dies", false, []step{owner("deque.pop.after-take", 1, "POP=1"), {"repair", "deque.repair.after-fix-bottom", 1, nil}}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionFreeOwner) == 1, "owner died (finished by the second repair)")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionFreeOwner) == 1, "owner died (finished by the second repair)")
 			}},
 		{"adopter dies", false, []step{owner("deque.push.after-write", 3), {"adopt", "deque.adopt.after-fix-bottom", 1, nil}}, true,
-			func(r RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
+			func(r check.RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,7 +466,7 @@ func TestDequeCrashAfterBurn(t *testing.T) {
 	}
 	defer p.Close()
 	rep, err := p.Repair()
-	if err != nil || rep.Count(ActionFreeOwner) != 1 {
+	if err != nil || rep.Count(check.ActionFreeOwner) != 1 {
 		t.Fatalf("repair %+v %v", rep, err)
 	}
 	if _, err := p.Adopt(); err != nil {

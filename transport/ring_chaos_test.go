@@ -149,7 +149,7 @@ func TestRingChaos(t *testing.T) {
 	const producers, consumers = 2, 3
 	rng := chaosSeed(t)
 	chaosFor, pace := 4*time.Second, 8 // pace: pushes per 1 ms pause
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		chaosFor, pace = 3*time.Second, 2
 	}
 	r := newRing(t, RingConfig{Capacity: 64})

@@ -1,6 +1,7 @@
 //go:build !race
 
-package transport
+package proctest
 
-// raceEnabled lets tests scale their work down under the race detector.
-const raceEnabled = false
+// RaceEnabled is true in binaries built with -race: tests scale their
+// work (children, rounds, messages) down under the race detector.
+const RaceEnabled = false
