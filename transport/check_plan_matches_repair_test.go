@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The invariants of the repair walk, for rings and deques, over damaged
 // states made by real processes killed mid-operation (as the crash tests
 // do) or by words written into the file:
 //
-//   - Check reports each problem with its Location, Offset, Problem and
-//     Action, and the Location is what layout's field table calls the
+//   - Check reports each problem with its Location, Offset, check.Problem and
+//     check.Action, and the Location is what layout's field table calls the
 //     Offset;
 //   - PlanRepair is exactly what a following Repair does (the same
 //     locations and actions);
@@ -25,20 +25,20 @@ import (
 
 // checked is what rings and deques share.
 type checked interface {
-	Check() CheckReport
-	PlanRepair() []Finding
-	Repair() (RepairReport, error)
+	Check() check.Report
+	PlanRepair() []check.Finding
+	Repair() (check.RepairReport, error)
 	Header() layout.Header
 }
 
-// finding is a Finding cut to what these tests compare.
+// finding is a check.Finding cut to what these tests compare.
 type finding struct {
 	Loc     string
-	Problem Problem
-	Action  Action
+	Problem check.Problem
+	Action  check.Action
 }
 
-func cut(fs []Finding, withProblem bool) []finding {
+func cut(fs []check.Finding, withProblem bool) []finding {
 	out := []finding{}
 	for _, f := range fs {
 		g := finding{Loc: f.Location, Action: f.Action}
@@ -66,10 +66,10 @@ func sorted(out []finding) []finding {
 }
 
 // untouched are the problems no repair changes.
-var untouched = map[Problem]bool{
-	ProblemPoisoned: true, ProblemCorruptSlot: true, ProblemBadDeliveries: true, ProblemBadLap: true,
-	ProblemHeadTail: true, ProblemTopBottom: true, ProblemForeignWrite: true, ProblemReservedNonzero: true,
-	ProblemBadParticipant: true,
+var untouched = map[check.Problem]bool{
+	check.ProblemPoisoned: true, check.ProblemCorruptSlot: true, check.ProblemBadDeliveries: true, check.ProblemBadLap: true,
+	check.ProblemHeadTail: true, check.ProblemTopBottom: true, check.ProblemForeignWrite: true, check.ProblemReservedNonzero: true,
+	check.ProblemBadParticipant: true,
 }
 
 type checkCase struct {
@@ -118,7 +118,7 @@ func runCheckCases(t *testing.T, cases []checkCase) {
 				}
 				assertLocated(t, &m, done.Done)
 				for _, f := range done.Done {
-					if f.Action == ActionNone {
+					if f.Action == check.ActionNone {
 						t.Errorf("repair %d: Done lists %s with action none", round, f.Location)
 					}
 				}
@@ -144,7 +144,7 @@ func runCheckCases(t *testing.T, cases []checkCase) {
 
 // assertLocated checks that each finding's Location names the field at its
 // Offset, as layout's field table (and so hexdump) labels it.
-func assertLocated(t *testing.T, m *layout.Map, fs []Finding) {
+func assertLocated(t *testing.T, m *layout.Map, fs []check.Finding) {
 	t.Helper()
 	for _, f := range fs {
 		name, _, start, ok := m.Locate(f.Offset)
@@ -154,7 +154,7 @@ func assertLocated(t *testing.T, m *layout.Map, fs []Finding) {
 	}
 }
 
-func logFindings(t *testing.T, what string, fs []Finding) {
+func logFindings(t *testing.T, what string, fs []check.Finding) {
 	t.Helper()
 	for _, f := range fs {
 		t.Logf("%s: %s %#x %s %s: %s", what, f.Location, f.Offset, f.Problem, f.Action, f.Detail)
@@ -189,8 +189,8 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedLease, ActionRequeue},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[0].word", check.ProblemOrphanedLease, check.ActionRequeue},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
@@ -201,8 +201,8 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedWrite, ActionRelease},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[0].word", check.ProblemOrphanedWrite, check.ActionRelease},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
@@ -214,8 +214,8 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedRead, ActionRequeueInPlace},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[0].word", check.ProblemOrphanedRead, check.ActionRequeueInPlace},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
@@ -231,12 +231,12 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedLease, ActionDefer},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionNone},
+				{"slot[0].word", check.ProblemOrphanedLease, check.ActionDefer},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionNone},
 			},
 			after: []finding{
-				{"slot[0].word", ProblemOrphanedLease, ActionDefer},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionNone},
+				{"slot[0].word", check.ProblemOrphanedLease, check.ActionDefer},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionNone},
 			},
 		},
 		{
@@ -249,10 +249,10 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedLease, ActionRequeue},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
-				{"participant[2].ctl", ProblemDeadParticipant, ActionFreeEntry},
-				{"ring.repair_lock", ProblemRepairLock, ActionTakeOverLock},
+				{"slot[0].word", check.ProblemOrphanedLease, check.ActionRequeue},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
+				{"participant[2].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
+				{"ring.repair_lock", check.ProblemRepairLock, check.ActionTakeOverLock},
 			},
 		},
 		{
@@ -267,20 +267,20 @@ func TestRingCheckPlanMatchesRepair(t *testing.T) {
 				return r
 			},
 			want: []finding{
-				{"slot[1].word", ProblemCorruptSlot, ActionNone},
-				{"slot[2].word", ProblemPoisoned, ActionNone},
-				{"slot[5].word", ProblemBadLap, ActionNone},
-				{"ring.head", ProblemHeadTail, ActionNone},
+				{"slot[1].word", check.ProblemCorruptSlot, check.ActionNone},
+				{"slot[2].word", check.ProblemPoisoned, check.ActionNone},
+				{"slot[5].word", check.ProblemBadLap, check.ActionNone},
+				{"ring.head", check.ProblemHeadTail, check.ActionNone},
 			},
 		},
 		{
 			name: "corrupt repair lock",
 			setup: func(t *testing.T) checked {
 				r := newRing(t, RingConfig{Capacity: 8, Participants: 8})
-				r.lock.Store(0xffff)
+				r.tab.RepairLock().Store(0xffff)
 				return r
 			},
-			want: []finding{{"ring.repair_lock", ProblemRepairLock, ActionTakeOverLock}},
+			want: []finding{{"ring.repair_lock", check.ProblemRepairLock, check.ActionTakeOverLock}},
 		},
 	})
 }
@@ -319,43 +319,43 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 			name:  "dead thief's lease",
 			setup: prefilled("hold", "test.lease.processing", 1),
 			want: []finding{
-				{"slot[0].word", ProblemOrphanedLease, ActionReturn},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[0].word", check.ProblemOrphanedLease, check.ActionReturn},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
 			name:  "dead thief mid-steal",
 			setup: prefilled("steal", crashDequeStealAfterTake, 3),
 			want: []finding{
-				{"slot[2].word", ProblemOrphanedRead, ActionReturn},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[2].word", check.ProblemOrphanedRead, check.ActionReturn},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
 			name:  "dead owner mid-pop",
 			setup: deadOwner(crashDequePopAfterTake, 2, "POP=3"),
 			want: []finding{
-				{"slot[8].word", ProblemOrphanedRead, ActionRollBack},
-				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
-				{"participant[0].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[8].word", check.ProblemOrphanedRead, check.ActionRollBack},
+				{"deque.owner", check.ProblemDeadOwner, check.ActionFreeOwner},
+				{"participant[0].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
 			name:  "dead owner mid-push",
 			setup: deadOwner(crashDequePushAfterClaim, 5),
 			want: []finding{
-				{"slot[4].word", ProblemOrphanedWrite, ActionRelease},
-				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
-				{"participant[0].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[4].word", check.ProblemOrphanedWrite, check.ActionRelease},
+				{"deque.owner", check.ProblemDeadOwner, check.ActionFreeOwner},
+				{"participant[0].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
 			name:  "dead owner's push published, not counted",
 			setup: deadOwner(crashDequePushAfterWrite, 5),
 			want: []finding{
-				{"slot[4].word", ProblemUncounted, ActionCountIn},
-				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
-				{"participant[0].ctl", ProblemDeadParticipant, ActionFreeEntry},
+				{"slot[4].word", check.ProblemUncounted, check.ActionCountIn},
+				{"deque.owner", check.ProblemDeadOwner, check.ActionFreeOwner},
+				{"participant[0].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
 			},
 		},
 		{
@@ -368,10 +368,10 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 				return openThief(t, d)
 			},
 			want: []finding{
-				{"deque.owner", ProblemDeadOwner, ActionFreeOwner},
-				{"participant[0].ctl", ProblemDeadParticipant, ActionFreeEntry},
-				{"participant[1].ctl", ProblemDeadParticipant, ActionFreeEntry},
-				{"deque.repair_lock", ProblemRepairLock, ActionTakeOverLock},
+				{"deque.owner", check.ProblemDeadOwner, check.ActionFreeOwner},
+				{"participant[0].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
+				{"participant[1].ctl", check.ProblemDeadParticipant, check.ActionFreeEntry},
+				{"deque.repair_lock", check.ProblemRepairLock, check.ActionTakeOverLock},
 			},
 		},
 		{
@@ -394,7 +394,7 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 				d.pending.Store(0)
 				return d
 			},
-			want: []finding{{"deque.pending", ProblemPendingHint, ActionRaiseHint}},
+			want: []finding{{"deque.pending", check.ProblemPendingHint, check.ActionRaiseHint}},
 		},
 		{
 			name: "words written: corrupt owner word, foreign write, corrupt slot, poison",
@@ -404,16 +404,16 @@ func TestDequeCheckPlanMatchesRepair(t *testing.T) {
 				d.Close()
 				p := openThief(t, d)
 				p.ownerWord.Store(0xffff)
-				p.slotWord(6).Store(layout.SlotWord{State: layout.SlotWriting, Owner: p.self}.Pack())
+				p.slotWord(6).Store(layout.SlotWord{State: layout.SlotWriting, Owner: p.tab.Self}.Pack())
 				p.slotWord(5).Store(layout.SlotWord{State: layout.SlotReady, Length: 1000}.Pack())
 				p.slotWord(4).Store(layout.SlotWord{State: layout.SlotPoisoned, Deliveries: 5, Length: 20}.Pack())
 				return p
 			},
 			want: []finding{
-				{"slot[4].word", ProblemPoisoned, ActionNone},
-				{"slot[5].word", ProblemCorruptSlot, ActionNone},
-				{"slot[6].word", ProblemForeignWrite, ActionNone},
-				{"deque.owner", ProblemBadOwner, ActionFreeOwner},
+				{"slot[4].word", check.ProblemPoisoned, check.ActionNone},
+				{"slot[5].word", check.ProblemCorruptSlot, check.ActionNone},
+				{"slot[6].word", check.ProblemForeignWrite, check.ActionNone},
+				{"deque.owner", check.ProblemBadOwner, check.ActionFreeOwner},
 			},
 		},
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // DequeConfig is the geometry of a new deque; it follows the ring's rules.
@@ -30,15 +31,15 @@ type DequeConfig = RingConfig
 // the creator, or whoever adopts a deque whose owner closed it or is proven
 // dead. Owner operations from several goroutines of that handle are
 // serialized by a mutex; steals are lock-free. What is not a deque: a
-// multi-producer queue (use the Ring) or a map (HashMap).
+// multi-producer queue (use the Ring) or a map (hashmap.Map).
 //
 // All methods are safe for concurrent use, except Close, which must come
 // after every other call on the value has returned.
 type Deque struct {
-	reg  *shm.Region
-	lay  layout.DequeLayout
-	area shm.Words
-	mask uint64
+	fileHandle // the mapping, the file id, the participant table (our entry: tab.Self)
+	lay        layout.DequeLayout
+	area       shm.Words
+	mask       uint64
 
 	bottom, pushed, fullHits, ownerPopped  *atomic.Uint64
 	top, stolen, emptyHits                 *atomic.Uint64
@@ -47,8 +48,6 @@ type Deque struct {
 	rolledBack, ownerWord, pending, burned *atomic.Uint64
 	notEmptySeq, notEmptyW                 *atomic.Uint32
 	notFullSeq, notFullW                   *atomic.Uint32
-	peerTable                              // participants, the repair lock, and our entry (self)
-	id                                     uint64
 	ownerMu                                sync.Mutex // serializes this handle's owner operations
 	topSeen                                uint64     // the owner's last look at top (under ownerMu): re-read only when the deque looks full
 	owner                                  atomic.Bool
@@ -66,7 +65,7 @@ func CreateDeque(path string, cfg DequeConfig, opts ...shm.Option) (*Deque, erro
 		if err != nil {
 			return nil, err
 		}
-		if !d.takeRole(d.ownerWord) {
+		if !d.tab.TakeRole(d.ownerWord) {
 			d.Close()
 			return nil, fmt.Errorf("%w: %s: a new deque already has an owner", ErrCorrupt, reg.Path())
 		}
@@ -99,7 +98,7 @@ func OpenOrCreateDeque(path string, cfg DequeConfig, opts ...shm.Option) (*Deque
 	if err != nil || !created {
 		return d, created, err
 	}
-	if !d.takeRole(d.ownerWord) {
+	if !d.tab.TakeRole(d.ownerWord) {
 		d.Close()
 		return nil, false, fmt.Errorf("%w: %s: a new deque already has an owner", ErrCorrupt, path)
 	}
@@ -119,7 +118,8 @@ func viewDeque(reg *shm.Region) (*Deque, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
 	}
-	d := &Deque{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	d := &Deque{lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	d.fileHandle = fileHandle{reg: reg, geo: &d.lay.SlotGeometry}
 	if uint64(len(d.area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(d.area), lay.BodySize)
 	}
@@ -135,7 +135,7 @@ func viewDeque(reg *shm.Region) (*Deque, error) {
 	d.burned = u64(layout.DequeOffBurned)
 	d.notEmptySeq, d.notEmptyW = u32(layout.DequeOffNotEmptySeq), u32(layout.DequeOffNotEmptyW)
 	d.notFullSeq, d.notFullW = u32(layout.DequeOffNotFullSeq), u32(layout.DequeOffNotFullW)
-	d.peerTable = newPeerTable(d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock), reg.Path())
+	d.tab = peers.New(d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock), reg.Path())
 	d.id, _ = layout.FileID(reg.Bytes())
 	return d, nil
 }
@@ -145,36 +145,11 @@ func attachDeque(reg *shm.Region) (*Deque, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.peerTable.attach(d.reclaimStamp); err != nil {
+	if err := d.tab.Attach(d.reclaimStamp); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
-
-// ID identifies the deque file (layout.FileID).
-func (d *Deque) ID() uint64 { return d.id }
-
-// Path returns the deque file's path.
-func (d *Deque) Path() string { return d.reg.Path() }
-
-// Capacity returns the number of slots.
-func (d *Deque) Capacity() uint64 { return d.lay.Capacity }
-
-// SlotSize returns the bytes per slot.
-func (d *Deque) SlotSize() uint32 { return uint32(d.lay.SlotSize) }
-
-// MaxPayload returns the largest message the deque carries.
-func (d *Deque) MaxPayload() int { return int(d.lay.PayloadMax()) }
-
-// DeliveryLimit returns how many deliveries a message gets before it is
-// set aside as poison.
-func (d *Deque) DeliveryLimit() int { return int(d.lay.DeliveryLimit) }
-
-// Header returns the file's decoded common header.
-func (d *Deque) Header() layout.Header { return d.reg.Header() }
-
-// Participant returns this handle's participant index, or -1.
-func (d *Deque) Participant() int { return int(d.self) - 1 }
 
 // IsOwner reports whether this handle holds the owner role.
 func (d *Deque) IsOwner() bool { return d.owner.Load() }
@@ -193,12 +168,6 @@ func (d *Deque) Len() int {
 	}
 	return int(b - t)
 }
-
-// Sync flushes the deque to its file; see shm.Region.Sync.
-func (d *Deque) Sync() error { return d.reg.Sync() }
-
-// Peers reports every participant entry.
-func (d *Deque) Peers() []PeerStatus { return d.all() }
 
 // DequeCounters are the deque's statistics, read without stopping anyone.
 type DequeCounters struct {
@@ -245,10 +214,10 @@ func (d *Deque) ownerStamp() uint16 {
 // owner or for thieves), hands this participant's leases back, detaches
 // and unmaps the file.
 func (d *Deque) Close() error {
-	if d.self != 0 {
+	if d.tab.Self != 0 {
 		d.detach()
 	}
-	return d.reg.Close()
+	return d.unmap(nil)
 }
 
 // detach returns our leases (they are taken again by others), drops the
@@ -258,15 +227,15 @@ func (d *Deque) detach() {
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner == d.self && sw.Validate(&d.lay.SlotGeometry) == nil && sw.State == layout.SlotLeased {
+		if sw.Owner == d.tab.Self && sw.Validate(&d.lay.SlotGeometry) == nil && sw.State == layout.SlotLeased {
 			d.giveBack(i, raw, sw)
 		}
 	}
 	if d.owner.Load() {
-		d.ownerWord.CompareAndSwap(d.myLock(), 0)
+		d.ownerWord.CompareAndSwap(d.tab.MyLock(), 0)
 		d.owner.Store(false)
 	}
-	d.release(false)
+	d.tab.Release(false)
 }
 
 // reclaimStamp runs when attach takes over the entry of a process proven
@@ -277,7 +246,7 @@ func (d *Deque) detach() {
 // owner role is freed. If a repair or adoption holds the lock, the entry
 // is handed to Repair instead.
 func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
-	if d.ownerWord.Load() == lockValue(stamp, prevGen) && !d.reclaimOwnerRole(stamp, prevGen) {
+	if d.ownerWord.Load() == peers.LockValue(stamp, prevGen) && !d.reclaimOwnerRole(stamp, prevGen) {
 		return false
 	}
 	for i := uint64(0); i < d.lay.Capacity; i++ {
@@ -302,15 +271,15 @@ func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
 // the role (and a new owner may be moving bottom) since the caller looked.
 // It returns false if a repair or adoption holds the lock.
 func (d *Deque) reclaimOwnerRole(stamp uint16, prevGen uint32) bool {
-	mine := lockValue(stamp, prevGen+1)
-	if !d.lock.CompareAndSwap(0, mine) {
+	mine := peers.LockValue(stamp, prevGen+1)
+	if !d.tab.RepairLock().CompareAndSwap(0, mine) {
 		return false
 	}
-	if owner := lockValue(stamp, prevGen); d.ownerWord.Load() == owner {
+	if owner := peers.LockValue(stamp, prevGen); d.ownerWord.Load() == owner {
 		d.fixBottom(stamp, nil)
 		d.ownerWord.CompareAndSwap(owner, 0)
 	}
-	d.lock.CompareAndSwap(mine, 0)
+	d.tab.RepairLock().CompareAndSwap(mine, 0)
 	return true
 }
 

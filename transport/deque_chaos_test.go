@@ -13,6 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // The deque's multi-process chaos test, on the harness of
@@ -163,9 +164,9 @@ func logTaken(b []byte, deliveries int, kind string) (uint64, bool) {
 var (
 	dequeChaosOwnerPoints = []string{crashDequePushAfterClaim, crashDequePushAfterWrite, crashDequePushAfterPublish,
 		crashDequePushAfterBurn, crashDequePushAfterRepublish, crashDequePopAfterAnnounce, crashDequePopAfterTake,
-		crashDequePopAfterCopy, crashDequeAdoptAfterFixBottom, crashPeersAttachAfterClaimEntry}
+		crashDequePopAfterCopy, crashDequeAdoptAfterFixBottom, peers.CrashPeersAttachAfterClaimEntry}
 	dequeChaosThiefPoints = []string{crashDequeStealAfterTake, crashDequeStealAfterAdvance, crashDequeStealAfterCopy,
-		crashDequeAckBeforeFree, crashDequeRepairAfterFixBottom, crashPeersAttachAfterClaimEntry}
+		crashDequeAckBeforeFree, crashDequeRepairAfterFixBottom, peers.CrashPeersAttachAfterClaimEntry}
 )
 
 func TestDequeChaos(t *testing.T) {
@@ -174,7 +175,7 @@ func TestDequeChaos(t *testing.T) {
 	}
 	rng := chaosSeed(t)
 	chaosFor, pace := 4*time.Second, 8
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		chaosFor, pace = 3*time.Second, 2
 	}
 	d := newDeque(t, DequeConfig{Capacity: 64})

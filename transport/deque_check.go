@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Check reads the whole deque and reports every problem it finds: reserved
@@ -13,20 +14,20 @@ import (
 // participant entries and the repair lock, each with the action a repair
 // would take now. It changes nothing and works on read-only handles; each
 // shared word is read once, validated, then used.
-func (d *Deque) Check() CheckReport {
+func (d *Deque) Check() check.Report {
 	h := d.Header()
 	base := uint64(h.HeaderSize)
-	rep := CheckReport{Path: d.Path(), Kind: h.Kind, Units: d.lay.Capacity, Participants: d.lay.Participants}
+	rep := check.Report{Path: d.Path(), Kind: h.Kind, Units: d.lay.Capacity, Participants: d.lay.Participants}
 	fs := &findings{}
 	checkReserved(fs, h, d.reg.Bytes()[:layout.HeaderSize])
 	top, bottom := d.top.Load(), d.bottom.Load()
 	switch {
 	case bottom > top+d.lay.Capacity:
-		fs.addf(ProblemTopBottom, "deque.bottom", base+layout.DequeOffBottom, ActionNone, "bottom %d is more than a deque (%d slots) above top %d", bottom, d.lay.Capacity, top)
+		fs.addf(check.ProblemTopBottom, "deque.bottom", base+layout.DequeOffBottom, check.ActionNone, "bottom %d is more than a deque (%d slots) above top %d", bottom, d.lay.Capacity, top)
 	case top > bottom+1:
 		// A pop announces bottom-1 and a thief may take that very
 		// position meanwhile: top is at most one above bottom.
-		fs.addf(ProblemTopBottom, "deque.top", base+layout.DequeOffTop, ActionNone, "top %d is more than one above bottom %d", top, bottom)
+		fs.addf(check.ProblemTopBottom, "deque.top", base+layout.DequeOffTop, check.ActionNone, "top %d is more than one above bottom %d", top, bottom)
 	}
 	v := d.ownerWord.Load()
 	peers := d.Peers()
@@ -42,33 +43,33 @@ func (d *Deque) Check() CheckReport {
 	}
 	// What Repair decides: a dead or vanished owner's bottom is set right
 	// and its role freed; with no owner, bottom is set right.
-	ownerGone := v != 0 && v != d.myLock() && !d.holderAlive(v)
-	var walk map[uint64]Action
+	ownerGone := v != 0 && v != d.tab.MyLock() && !d.tab.HolderAlive(v)
+	var walk map[uint64]check.Action
 	if v == 0 || ownerGone {
 		walk = d.planBottom(words, top, bottom, layout.UnpackRole(v).Stamp, ownerStamp)
 	}
 	returns, returned := 0, uint64(0)
 	held := make([]int, d.lay.Participants)
-	checkSlots(fs, &d.lay.SlotGeometry, "top", base, words, peers, top, bottom, func(sr SlotReport, pos uint64) []Finding {
-		var out []Finding
-		var p PeerStatus
+	checkSlots(fs, &d.lay.SlotGeometry, "top", base, words, peers, top, bottom, func(sr SlotReport, pos uint64) []check.Finding {
+		var out []check.Finding
+		var p check.Peer
 		if sr.Owner >= 0 && sr.Owner < len(peers) {
 			p = peers[sr.Owner]
 		}
 		if a, ok := walk[sr.Index]; ok {
-			out = append(out, Finding{Problem: dequeProblem(sr, a), Action: a, Detail: dequeSlotDetail(sr, pos, p, a)})
+			out = append(out, check.Finding{Problem: dequeProblem(sr, a), Action: a, Detail: dequeSlotDetail(sr, pos, p, a)})
 			if sr.Owner >= 0 && sr.Owner < len(held) {
 				held[sr.Owner]++
 			}
 		} else if orphaned(sr.Problem) {
-			a := ActionReturn
+			a := check.ActionReturn
 			if sr.Problem == SlotOrphanedWrite {
-				a = ActionNone
+				a = check.ActionNone
 			} else {
 				returns++
 				held[sr.Owner]++
 			}
-			out = append(out, Finding{Problem: slotProblem(sr.Problem), Action: a, Detail: dequeSlotDetail(sr, pos, p, a)})
+			out = append(out, check.Finding{Problem: slotProblem(sr.Problem), Action: a, Detail: dequeSlotDetail(sr, pos, p, a)})
 		}
 		if sr.Problem == SlotCorrupt {
 			return out
@@ -77,7 +78,7 @@ func (d *Deque) Check() CheckReport {
 		case sr.Word.State == layout.SlotReturned:
 			returned++
 		case sr.Word.State == layout.SlotWriting && (ownerStamp == 0 || sr.Word.Owner != ownerStamp):
-			out = append(out, Finding{Problem: ProblemForeignWrite, Action: ActionNone,
+			out = append(out, check.Finding{Problem: check.ProblemForeignWrite, Action: check.ActionNone,
 				Detail: fmt.Sprintf("writing slot stamped with participant %d, which is not the owner: only the owner writes (a repair leaves it alone)", sr.Owner)})
 		}
 		return out
@@ -86,7 +87,7 @@ func (d *Deque) Check() CheckReport {
 		fs.add(d.ownerFinding(base, v, peers))
 	}
 	if pending < returned {
-		f := Finding{Problem: ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending, Raw: pending, Owner: -1, Action: ActionNone}
+		f := check.Finding{Problem: check.ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending, Raw: pending, Owner: -1, Action: check.ActionNone}
 		what := fmt.Sprintf("hint %d is below the %d returned slots (returns count before they mark, so the word was damaged): consumers may not look for them", pending, returned)
 		switch alive := othersAlive(peers); {
 		case alive >= 0:
@@ -94,24 +95,24 @@ func (d *Deque) Check() CheckReport {
 		case returns > 0:
 			f.Detail = fmt.Sprintf("%s; a repair hands %d messages back first, which moves the count, so only the repair after it raises the hint", what, returns)
 		default:
-			f.Action = ActionRaiseHint
+			f.Action = check.ActionRaiseHint
 			f.Detail = fmt.Sprintf("%s; a repair raises it to %d (no other participant is alive)", what, returned)
 		}
 		fs.add(f)
 	}
-	d.checkPeers(fs, base, peers, "deque.repair_lock", layout.DequeOffRepairLock, func(i int) int { return held[i] },
-		"marked dead, what it held not yet recovered")
+	fs.addAll(d.tab.Check(base, peers, "deque.repair_lock", layout.DequeOffRepairLock, func(i int) int { return held[i] },
+		"marked dead, what it held not yet recovered"))
 	rep.Findings = fs.list
 	return rep
 }
 
 // PlanRepair is what a Repair would do now: Check's findings that a repair
 // acts on.
-func (d *Deque) PlanRepair() []Finding { return d.Check().Plan() }
+func (d *Deque) PlanRepair() []check.Finding { return d.Check().Plan() }
 
 // othersAlive returns a participant other than this handle that is in use
 // and not proven dead, or -1 when there is none (aloneAlive).
-func othersAlive(peers []PeerStatus) int {
+func othersAlive(peers []check.Peer) int {
 	for _, p := range peers {
 		if !p.Self && p.State != "free" && !p.Dead {
 			return p.Index
@@ -124,8 +125,8 @@ func othersAlive(peers []PeerStatus) int {
 // does at the bottom for an owner stamp (0: none) that is dead, vanished
 // or absent. ownerStamp is the owner word's valid stamp, as consumedAtTop
 // reads it.
-func (d *Deque) planBottom(words []uint64, top, bottom uint64, stamp, ownerStamp uint16) map[uint64]Action {
-	steps := map[uint64]Action{}
+func (d *Deque) planBottom(words []uint64, top, bottom uint64, stamp, ownerStamp uint16) map[uint64]check.Action {
+	steps := map[uint64]check.Action{}
 	b := max(bottom, top)
 	for range d.lay.Capacity {
 		lap := d.lay.LapOf(b)
@@ -136,16 +137,16 @@ func (d *Deque) planBottom(words []uint64, top, bottom uint64, stamp, ownerStamp
 		}
 		diff := layout.LapDiff(sw.Lap, lap)
 		if diff == 0 && sw.State == layout.SlotWriting && sw.Owner == stamp && stamp != 0 {
-			steps[i] = ActionRelease
+			steps[i] = check.ActionRelease
 			break
 		}
 		if diff == 0 && sw.State == layout.SlotReading && sw.Owner == stamp && stamp != 0 {
-			steps[i] = ActionRollBack
+			steps[i] = check.ActionRollBack
 			b++
 			continue
 		}
 		if diff == 0 && sw.State == layout.SlotReady {
-			steps[i] = ActionCountIn
+			steps[i] = check.ActionCountIn
 			b++
 			continue
 		}
@@ -159,21 +160,21 @@ func (d *Deque) planBottom(words []uint64, top, bottom uint64, stamp, ownerStamp
 }
 
 // dequeProblem is the problem behind a bottom action.
-func dequeProblem(sr SlotReport, a Action) Problem {
+func dequeProblem(sr SlotReport, a check.Action) check.Problem {
 	switch a {
-	case ActionRelease:
-		return ProblemOrphanedWrite
-	case ActionRollBack:
-		return ProblemOrphanedRead
-	case ActionCountIn:
-		return ProblemUncounted
+	case check.ActionRelease:
+		return check.ProblemOrphanedWrite
+	case check.ActionRollBack:
+		return check.ProblemOrphanedRead
+	case check.ActionCountIn:
+		return check.ProblemUncounted
 	}
 	return slotProblem(sr.Problem)
 }
 
 // dequeSlotDetail says what a deque slot a repair acts on (or leaves) is,
 // and what the repair does.
-func dequeSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action) string {
+func dequeSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action) string {
 	w := sr.Word
 	who := fmt.Sprintf("participant %d, %s", sr.Owner, p.ID)
 	gone := fmt.Sprintf("proven dead (%s)", p.Reason)
@@ -181,13 +182,13 @@ func dequeSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action) string {
 		gone = "whose entry was freed or taken since"
 	}
 	switch a {
-	case ActionRelease:
+	case check.ActionRelease:
 		return fmt.Sprintf("writing slot at the bottom (position %d) stamped with the owner, %s, %s: the push never returned, so nobody was promised the message; a repair frees the slot and bottom stays before it", pos, who, gone)
-	case ActionRollBack:
+	case check.ActionRollBack:
 		return fmt.Sprintf("%d-byte message being popped at the bottom (position %d) by the owner, %s, %s, and the pop never returned: a repair puts it back in place, ready (delivery count %d kept), and moves bottom past it", w.Length, pos, who, gone, w.Deliveries)
-	case ActionCountIn:
+	case check.ActionCountIn:
 		return fmt.Sprintf("%d-byte message published at the bottom (position %d), but bottom was never moved past it (its owner is dead, gone or none): a repair counts it in, moving bottom past it", w.Length, pos)
-	case ActionReturn:
+	case check.ActionReturn:
 		if w.State == layout.SlotLeased {
 			return fmt.Sprintf("%d-byte message at position %d leased by %s, %s, and never acked: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, gone, w.Deliveries)
 		}
@@ -198,11 +199,11 @@ func dequeSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action) string {
 
 // ownerFinding is the finding about an owner word v that a repair frees
 // (corrupt, or naming a dead or vanished owner).
-func (d *Deque) ownerFinding(base, v uint64, peers []PeerStatus) Finding {
-	f := Finding{Problem: ProblemDeadOwner, Location: "deque.owner", Offset: base + layout.DequeOffOwner, Raw: v, Owner: -1, Action: ActionFreeOwner}
+func (d *Deque) ownerFinding(base, v uint64, peers []check.Peer) check.Finding {
+	f := check.Finding{Problem: check.ProblemDeadOwner, Location: "deque.owner", Offset: base + layout.DequeOffOwner, Raw: v, Owner: -1, Action: check.ActionFreeOwner}
 	const then = "; the deque then has no owner (thieves can still take its messages) until a process calls Adopt"
 	if layout.ValidateRole(v, d.lay.Participants) != nil {
-		f.Problem = ProblemBadOwner
+		f.Problem = check.ProblemBadOwner
 		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: a repair sets bottom right and frees the role%s", v, d.lay.Participants, then)
 		return f
 	}

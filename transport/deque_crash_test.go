@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Crash tests for the deque: a real child process is killed at a named step
@@ -216,55 +217,55 @@ func TestDequeCrashPoints(t *testing.T) {
 		prefill   bool   // the parent, as owner, pushes 1..10 and keeps the role
 		steps     []step // children, in order; each but a clean one dies
 		ownerDies bool
-		want      func(rep RepairReport) string // what the parent's repair must report
+		want      func(rep check.RepairReport) string // what the parent's repair must report
 	}{
 		{"push after claim", false, []step{owner(crashDequePushAfterClaim, 5)}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionRelease) == 1 && r.Count(ActionFreeOwner) == 1, "abandoned 1, owner died")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionRelease) == 1 && r.Count(check.ActionFreeOwner) == 1, "abandoned 1, owner died")
 			}},
 		{"push after write", false, []step{owner(crashDequePushAfterWrite, 5)}, true,
-			func(r RepairReport) string { return want(r.Count(ActionCountIn) == 1, "published 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionCountIn) == 1, "published 1") }},
 		{"push after publish", false, []step{owner(crashDequePushAfterPublish, 5)}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionFreeOwner) == 1 && r.Count(ActionCountIn) == 0, "owner died, nothing else")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionFreeOwner) == 1 && r.Count(check.ActionCountIn) == 0, "owner died, nothing else")
 			}},
 		{"pop after announce", false, []step{owner(crashDequePopAfterAnnounce, 2, "POP=3")}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionCountIn) == 1, "published 1 (the announced pop)")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionCountIn) == 1, "published 1 (the announced pop)")
 			}},
 		{"pop after take", false, []step{owner(crashDequePopAfterTake, 2, "POP=3")}, true,
-			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionRollBack) == 1, "rolled back 1") }},
 		{"pop after copy", false, []step{owner(crashDequePopAfterCopy, 2, "POP=3")}, true,
-			func(r RepairReport) string { return want(r.Count(ActionRollBack) == 1, "rolled back 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionRollBack) == 1, "rolled back 1") }},
 		{"steal after take", true, []step{{"steal", crashDequeStealAfterTake, 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"steal after advance", true, []step{{"steal", crashDequeStealAfterAdvance, 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"steal after copy", true, []step{{"steal", crashDequeStealAfterCopy, 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"claim after take", true, []step{{"claim", crashDequeStealAfterTake, 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"lease held", true, []step{{"hold", "test.lease.processing", 1, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"ack before free", true, []step{{"claim", crashDequeAckBeforeFree, 3, nil}}, false,
-			func(r RepairReport) string { return want(r.Count(ActionReturn) == 1, "returned 1") }},
+			func(r check.RepairReport) string { return want(r.Count(check.ActionReturn) == 1, "returned 1") }},
 		{"return after mark", true, []step{{"release", crashDequeReturnAfterMark, 1, nil}}, false,
-			func(r RepairReport) string {
-				return want(len(r.DeadPeers) == 1 && r.Count(ActionReturn) == 0, "dead peer, nothing to return")
+			func(r check.RepairReport) string {
+				return want(len(r.DeadPeers) == 1 && r.Count(check.ActionReturn) == 0, "dead peer, nothing to return")
 			}},
 		// A thief hands message 1 back (returned, in slot 0); the next
 		// owner's pushes wrap round to slot 0 and publish it again there,
 		// as the newest, and die before bottom moves past it.
 		{"push after republish", false, []step{owner("", 0), {"release", "", 0, nil}, owner(crashDequePushAfterRepublish, 1, "FIRST=11")}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionCountIn) == 1 && r.Count(ActionFreeOwner) == 1, "the republished message counted in, owner died")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionCountIn) == 1 && r.Count(check.ActionFreeOwner) == 1, "the republished message counted in, owner died")
 			}},
 		{"repairer dies", false, []step{owner(crashDequePopAfterTake, 1, "POP=1"), {"repair", crashDequeRepairAfterFixBottom, 1, nil}}, true,
-			func(r RepairReport) string {
-				return want(r.Count(ActionFreeOwner) == 1, "owner died (finished by the second repair)")
+			func(r check.RepairReport) string {
+				return want(r.Count(check.ActionFreeOwner) == 1, "owner died (finished by the second repair)")
 			}},
 		{"adopter dies", false, []step{owner(crashDequePushAfterWrite, 3), {"adopt", crashDequeAdoptAfterFixBottom, 1, nil}}, true,
-			func(r RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
+			func(r check.RepairReport) string { return want(len(r.DeadPeers) >= 1, "dead peers") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -472,7 +473,7 @@ func TestDequeCrashAfterBurn(t *testing.T) {
 	}
 	defer p.Close()
 	rep, err := p.Repair()
-	if err != nil || rep.Count(ActionFreeOwner) != 1 {
+	if err != nil || rep.Count(check.ActionFreeOwner) != 1 {
 		t.Fatalf("repair %+v %v", rep, err)
 	}
 	if _, err := p.Adopt(); err != nil {

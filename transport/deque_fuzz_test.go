@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/memfuzz"
 )
 
 // FuzzDequeMemory treats a deque file as hostile input, as FuzzRingMemory
@@ -94,16 +95,16 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 
-	mode, mustFail := fuzzOverlay(t, path, d.Header(), layout.KindDeque, data, fuzzHeader)
+	mode, mustFail := memfuzz.Overlay(t, path, d.Header(), layout.KindDeque, data, fuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 
-	fuzzRun(t, func(step func(string)) (problems []string) {
+	memfuzz.Run(t, fuzzDeadline, func(step func(string)) (problems []string) {
 		bad := func(what string, err error, also ...error) {
 			if !fuzzErrOK(err, append(also, ErrNotOwner, ErrOwnerAlive)...) {
 				problems = append(problems, fmt.Sprintf("%s: unexpected error %v", what, err))
 			}
 		}
-		check := func(ok bool, format string, args ...any) {
+		expect := func(ok bool, format string, args ...any) {
 			if !ok {
 				problems = append(problems, fmt.Sprintf(format, args...))
 			}
@@ -112,30 +113,30 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		checkScan := func(rep DequeScanReport, q *Deque) {
 			total := rep.Corrupt
 			for s, n := range rep.States {
-				check(s.Valid(), "Scan counted invalid state %d", s)
+				expect(s.Valid(), "Scan counted invalid state %d", s)
 				total += n
 			}
-			check(uint64(total) == q.Capacity(), "Scan accounted for %d of %d slots", total, q.Capacity())
+			expect(uint64(total) == q.Capacity(), "Scan accounted for %d of %d slots", total, q.Capacity())
 			for _, s := range rep.Slots {
-				check(s.Index < q.Capacity(), "Scan reported slot %d", s.Index)
+				expect(s.Index < q.Capacity(), "Scan reported slot %d", s.Index)
 			}
 		}
 
 		step("OpenDequeReadOnly")
 		ro, err := OpenDequeReadOnly(path, openOpts...)
-		check(mustFail == (err != nil), "OpenDequeReadOnly: %v, header should fail: %v", err, mustFail)
+		expect(mustFail == (err != nil), "OpenDequeReadOnly: %v, header should fail: %v", err, mustFail)
 		bad("OpenDequeReadOnly", err)
 		if err == nil {
 			step("read-only Scan")
 			checkScan(ro.Scan(), ro)
 			ro.Len()
-			check(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
+			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			bad("read-only Close", ro.Close())
 		}
 
 		step("OpenDeque")
 		o, err := OpenDeque(path, openOpts...)
-		check(!mustFail || err != nil, "OpenDeque accepted a header that does not decode")
+		expect(!mustFail || err != nil, "OpenDeque accepted a header that does not decode")
 		bad("OpenDeque", err)
 		if err == nil {
 			maxN := o.MaxPayload()
@@ -149,12 +150,12 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 				}
 				n, err := o.TryPop(pb)
 				bad("TryPop", err)
-				check(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes", n)
+				expect(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes", n)
 				step("TryClaim")
 				l, err := o.TryClaim()
 				bad("TryClaim", err)
 				if err == nil {
-					check(len(l.Data()) <= maxN && l.Slot() < o.Capacity(), "lease of %d bytes in slot %d", len(l.Data()), l.Slot())
+					expect(len(l.Data()) <= maxN && l.Slot() < o.Capacity(), "lease of %d bytes in slot %d", len(l.Data()), l.Slot())
 					if (k+int(mode))%2 == 0 {
 						bad("Ack", o.Ack(l))
 					} else {
@@ -195,7 +196,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			step("owner TryPop")
 			n, err := d.TryPop(buf)
 			bad("owner TryPop", err)
-			check(n <= d.MaxPayload(), "owner TryPop returned %d bytes", n)
+			expect(n <= d.MaxPayload(), "owner TryPop returned %d bytes", n)
 		}
 		if mode&fuzzBlocking != 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)

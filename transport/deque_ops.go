@@ -7,6 +7,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/spin"
 )
 
 // The deque's state machine (docs/design.md, "The deque"):
@@ -48,7 +49,7 @@ func (d *Deque) TryPush(msg []byte) error {
 }
 
 func (d *Deque) ownerCheck(n int) error {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	if !d.owner.Load() {
@@ -95,7 +96,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 		sw := layout.UnpackSlot(raw)
 		switch diff := layout.LapDiff(sw.Lap, lap); {
 		case diff == 0 && raw == (layout.SlotWord{Lap: lap}).Pack():
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: d.self, Lap: lap}.Pack()
+			mine := layout.SlotWord{State: layout.SlotWriting, Owner: d.tab.Self, Lap: lap}.Pack()
 			if !w.CompareAndSwap(raw, mine) {
 				continue // a repair moved it; look again
 			}
@@ -145,7 +146,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 				d.burned.Add(1)
 			}
 
-		case (diff == 0 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned || (sw.State == layout.SlotReading && sw.Owner != d.self))) ||
+		case (diff == 0 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned || (sw.State == layout.SlotReading && sw.Owner != d.tab.Self))) ||
 			(diff == 1 && sw.State == layout.SlotFree):
 			// Position b was burned before (the owner has popped back
 			// below it since), and its lease is still held, or a thief
@@ -177,7 +178,7 @@ func (d *Deque) TryPop(buf []byte) (int, error) {
 }
 
 func (d *Deque) pop(buf []byte) (int, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	if d.owner.Load() {
@@ -253,7 +254,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 				d.bottom.Store(b)
 				return 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
 			}
-			taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: lap}
+			taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: d.tab.Self, Length: sw.Length, Lap: lap}
 			if !w.CompareAndSwap(raw, taken.Pack()) {
 				d.bottom.Store(b) // look again: a thief may have won it
 				continue
@@ -266,7 +267,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			d.ownerPopped.Add(1)
 			return n, nil
 
-		case d.consumedAtTop(sw, diff) || (diff == 0 && sw.State == layout.SlotReading && sw.Owner == d.self):
+		case d.consumedAtTop(sw, diff) || (diff == 0 && sw.State == layout.SlotReading && sw.Owner == d.tab.Self):
 			// (READING by this handle at p is its own steal in flight,
 			// taken before it adopted: the owner's own pops finish under
 			// ownerMu.)
@@ -381,7 +382,7 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			if int(sw.Length) > room {
 				return Lease{}, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, room)
 			}
-			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: lap}
+			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.tab.Self, Length: sw.Length, Lap: lap}
 			if !w.CompareAndSwap(raw, taken.Pack()) {
 				continue
 			}
@@ -400,7 +401,7 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			if stale++; stale > maxStaleRetries {
 				return Lease{}, ErrEmpty
 			}
-			spinPause()
+			spin.Pause()
 
 		default:
 			if d.top.Load() == t {
@@ -456,7 +457,7 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 		if int(sw.Length) > room {
 			return Lease{}, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, room)
 		}
-		taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.self, Length: sw.Length, Lap: sw.Lap}
+		taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: d.tab.Self, Length: sw.Length, Lap: sw.Lap}
 		if !w.CompareAndSwap(raw, taken.Pack()) {
 			continue
 		}
@@ -475,7 +476,7 @@ func (d *Deque) free(slot uint64, _ uint32) {
 	for {
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.Owner != d.self || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
+		if sw.Owner != d.tab.Self || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
 			return // not ours any more: nothing of ours to free
 		}
 		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
@@ -501,7 +502,7 @@ func (d *Deque) uncountReturned() {
 // TryClaim leases the oldest message (from the top, whoever calls it), or
 // returns ErrEmpty. See Ring.TryClaim.
 func (d *Deque) TryClaim() (Lease, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return Lease{}, ErrNotAttached
 	}
 	l, err := d.steal(layout.SlotLeased, math.MaxInt)
@@ -551,7 +552,7 @@ func (d *Deque) Release(l Lease) error {
 }
 
 func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, layout.SlotWord{}, ErrNotAttached
 	}
 	if l.data == nil || l.slot >= d.lay.Capacity {
@@ -561,7 +562,7 @@ func (d *Deque) heldLease(l Lease) (uint64, layout.SlotWord, error) {
 	sw := layout.UnpackSlot(raw)
 	// The lap is not compared: the owner burning past a held lease moves
 	// it on (see pushBottom).
-	if sw.State != layout.SlotLeased || sw.Owner != d.self {
+	if sw.State != layout.SlotLeased || sw.Owner != d.tab.Self {
 		return 0, sw, fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, d.Path(), l.slot, sw.State, int(sw.Owner)-1)
 	}
 	if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
@@ -602,7 +603,7 @@ func (d *Deque) giveBack(i, raw uint64, sw layout.SlotWord) bool {
 // TakePoisoned copies one poisoned message into buf, frees its slot and
 // returns its length and delivery count, or ErrEmpty if there is none.
 func (d *Deque) TakePoisoned(buf []byte) (n, deliveries int, err error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, 0, ErrNotAttached
 	}
 	for i := uint64(0); i < d.lay.Capacity; i++ {
@@ -635,7 +636,7 @@ func (d *Deque) TakePoisoned(buf []byte) (n, deliveries int, err error) {
 // consumer) into buf and frees its slot; ErrEmpty if there is none. Tools
 // drain with it what no owner will re-publish.
 func (d *Deque) TakeReturned(buf []byte) (int, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	l, err := d.takeReturned(layout.SlotLeased, len(buf))

@@ -3,6 +3,8 @@ package transport
 import (
 	"strings"
 	"testing"
+
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The deque's Repair raises a pending hint found below the returned slots
@@ -27,16 +29,16 @@ func TestDequePendingHintRaisedOnlyWhenAlone(t *testing.T) {
 	}
 	d.pending.Store(0) // damaged: below the returned slot
 
-	hint := func(fs []Finding) *Finding {
+	hint := func(fs []check.Finding) *check.Finding {
 		for i := range fs {
-			if fs[i].Problem == ProblemPendingHint {
+			if fs[i].Problem == check.ProblemPendingHint {
 				return &fs[i]
 			}
 		}
 		return nil
 	}
 	f := hint(d.Check().Findings)
-	if f == nil || f.Location != "deque.pending" || f.Action != ActionNone || !strings.Contains(f.Detail, "alive") {
+	if f == nil || f.Location != "deque.pending" || f.Action != check.ActionNone || !strings.Contains(f.Detail, "alive") {
 		t.Fatalf("with a thief alive, Check's pending_hint finding is %+v; want one with action none saying why", f)
 	}
 	if p := hint(d.PlanRepair()); p != nil {
@@ -46,19 +48,19 @@ func TestDequePendingHintRaisedOnlyWhenAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := rep.Count(ActionRaiseHint); n != 0 || d.pending.Load() != 0 {
+	if n := rep.Count(check.ActionRaiseHint); n != 0 || d.pending.Load() != 0 {
 		t.Fatalf("with a thief alive, Repair raised the hint (%d raise_hint, pending %d)", n, d.pending.Load())
 	}
 
 	th.Close()
-	if f := hint(d.PlanRepair()); f == nil || f.Action != ActionRaiseHint {
+	if f := hint(d.PlanRepair()); f == nil || f.Action != check.ActionRaiseHint {
 		t.Fatalf("alone, PlanRepair's pending_hint is %+v; want raise_hint", f)
 	}
 	rep, err = d.Repair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Count(ActionRaiseHint) != 1 || d.pending.Load() != 1 {
+	if rep.Count(check.ActionRaiseHint) != 1 || d.pending.Load() != 1 {
 		t.Fatalf("alone, Repair did %+v, pending %d; want the hint raised to 1", rep.Done, d.pending.Load())
 	}
 	if !d.Check().Clean() {

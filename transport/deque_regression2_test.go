@@ -15,6 +15,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // Was a bug: reclaimStamp (attach taking over a dead owner's entry) checks that
@@ -56,25 +57,25 @@ func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
 	// earlier boot), and the owner word names it.
 	const stamp, prevGen = 4, 7
 	self := shm.Self()
-	e := d.entry(stamp - 1)
-	e.start.Store(self.Start)
-	e.boot.Store(d.boot + 1)
+	e := d.tab.Entry(stamp - 1)
+	e.Start.Store(self.Start)
+	e.Boot.Store(d.tab.Boot() + 1)
 	dead := layout.PeerCtl{State: layout.PeerActive, Gen: prevGen, PID: uint32(self.PID)}.Pack()
-	e.ctl.Store(dead)
-	owner := lockValue(stamp, prevGen)
+	e.Ctl.Store(dead)
+	owner := peers.LockValue(stamp, prevGen)
 	d.ownerWord.Store(owner)
-	if !d.stampDead(stamp) {
+	if !d.tab.StampDead(stamp) {
 		t.Fatal("setup: entry not judged dead")
 	}
-	defer e.ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: prevGen + 2}.Pack())
+	defer e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: prevGen + 2}.Pack())
 
 	// Claimer C (this live process), claimEntry: the entry is claiming at
 	// prevGen+1 and records us.
 	claiming := layout.PeerCtl{State: layout.PeerClaiming, Gen: prevGen + 1, PID: uint32(self.PID)}.Pack()
-	if !e.ctl.CompareAndSwap(dead, claiming) {
+	if !e.Ctl.CompareAndSwap(dead, claiming) {
 		t.Fatal("claim")
 	}
-	e.boot.Store(d.boot)
+	e.Boot.Store(d.tab.Boot())
 	// C, reclaimStamp: the owner word names the dead entry...
 	if d.ownerWord.Load() != owner {
 		t.Fatal("owner word")
@@ -96,7 +97,7 @@ func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
 	if !d.reclaimOwnerRole(stamp, prevGen) {
 		t.Fatal("C could not take the lock")
 	}
-	if d.ownerWord.Load() != a.myLock() {
+	if d.ownerWord.Load() != a.tab.MyLock() {
 		t.Fatalf("the claimer cleared the live owner's role: owner word %#x", d.ownerWord.Load())
 	}
 	bottomAfterFix := a.bottom.Load()
@@ -109,7 +110,7 @@ func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
 	if sw.State != layout.SlotReady || layout.LapDiff(sw.Lap, lap) != 0 {
 		t.Fatalf("slot %d: %+v", p, sw)
 	}
-	taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: a.self, Length: sw.Length, Lap: lap}
+	taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: a.tab.Self, Length: sw.Length, Lap: lap}
 	if !w.CompareAndSwap(raw, taken.Pack()) {
 		t.Fatal("owner take")
 	}
@@ -119,7 +120,7 @@ func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
 	storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
 	a.ownerPopped.Add(1)
 
-	e.ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerActive, Gen: prevGen + 1, PID: uint32(self.PID)}.Pack())
+	e.Ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerActive, Gen: prevGen + 1, PID: uint32(self.PID)}.Pack())
 
 	if bottomAfterFix != p {
 		t.Errorf("the claimer's fixBottom moved a live owner's bottom from its announced pop %d to %d", p, bottomAfterFix)

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 func reviewDrainSteal(t *testing.T, q *Deque) ([]uint64, error) {
@@ -91,7 +94,7 @@ func TestDequeRegressionFreeAfterBurnLeavesFreeSlotInWindow(t *testing.T) {
 // the deque wedges (ErrCorrupt, or messages never delivered).
 func TestDequeRegressionOwnerTryStealRacesOwnPush(t *testing.T) {
 	n := uint64(200000)
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		n = 50000
 	}
 	d := newDeque(t, DequeConfig{Capacity: 4})
@@ -389,7 +392,7 @@ func TestDequeRegressionCloseRacesBurn(t *testing.T) {
 		if sw.State == layout.SlotLeased && sw.Owner == stamp {
 			stop.Store(true)
 			t.Fatalf("iteration %d: after Close, slot %d is still %+v, leased by the closed (now free) entry %d; Repair leaves it: %+v",
-				iter, slot, sw, stamp-1, func() RepairReport { r, _ := d.Repair(); return r }())
+				iter, slot, sw, stamp-1, func() check.RepairReport { r, _ := d.Repair(); return r }())
 		}
 	}
 }
@@ -471,7 +474,7 @@ func TestDequeRegressionAdoptDuringOwnStealFalseCorrupt(t *testing.T) {
 	w := th.slotWord(0)
 	raw := w.Load()
 	sw := layout.UnpackSlot(raw)
-	taken := layout.SlotWord{State: layout.SlotReading, Deliveries: 1, Owner: th.self, Length: sw.Length, Lap: sw.Lap}
+	taken := layout.SlotWord{State: layout.SlotReading, Deliveries: 1, Owner: th.tab.Self, Length: sw.Length, Lap: sw.Lap}
 	if sw.State != layout.SlotReady || !w.CompareAndSwap(raw, taken.Pack()) {
 		t.Fatal("take")
 	}
@@ -501,12 +504,12 @@ func TestDequeRegressionClaimingEntryHoldsRepairLock(t *testing.T) {
 	th := openThief(t, d)
 	// Entry 3 is being claimed by this (live) process, at generation 5,
 	// and holds the repair lock by that generation.
-	e := d.entry(3)
+	e := d.tab.Entry(3)
 	self := shm.Self()
-	e.start.Store(self.Start)
-	e.boot.Store(d.boot)
-	e.ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 5, PID: uint32(self.PID)}.Pack())
-	d.lock.Store(lockValue(4, 5))
+	e.Start.Store(self.Start)
+	e.Boot.Store(d.tab.Boot())
+	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 5, PID: uint32(self.PID)}.Pack())
+	d.tab.RepairLock().Store(peers.LockValue(4, 5))
 	if _, err := th.Repair(); !errors.Is(err, ErrRepairBusy) {
 		t.Fatalf("repair while a live claiming entry holds the lock: %v", err)
 	}
@@ -514,7 +517,7 @@ func TestDequeRegressionClaimingEntryHoldsRepairLock(t *testing.T) {
 		t.Fatalf("adopt while a live claiming entry holds the lock: %v", err)
 	}
 	// Once that entry is free, the word names nobody: taken over.
-	e.ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
+	e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
 	if _, err := th.Repair(); err != nil {
 		t.Fatalf("repair after the claimer is gone: %v", err)
 	}

@@ -5,13 +5,14 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // DequeScanReport is what Deque.Scan finds. It is a value: tools print it.
 type DequeScanReport struct {
 	Path       string
 	Counters   DequeCounters
-	Peers      []PeerStatus
+	Peers      []check.Peer
 	OwnerAlive bool                     // an owner is recorded and not proven dead
 	States     map[layout.SlotState]int // slots in each state
 	Slots      []SlotReport             // every slot that is not free
@@ -26,7 +27,7 @@ func (d *Deque) Scan() DequeScanReport {
 	rep := DequeScanReport{Path: d.Path(), Counters: d.Counters(), Peers: d.Peers()}
 	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&d.lay.SlotGeometry, func(i uint64) uint64 { return d.slotWord(i).Load() }, rep.Peers)
 	if v := d.ownerWord.Load(); v != 0 {
-		rep.OwnerAlive = d.holderAlive(v)
+		rep.OwnerAlive = d.tab.HolderAlive(v)
 		if !rep.OwnerAlive {
 			rep.Problems++
 		}
@@ -41,21 +42,21 @@ func (d *Deque) Scan() DequeScanReport {
 // released, its half-done pop rolled back, bottom set right, and the owner
 // role freed for Adopt. Safe while live processes use the deque;
 // idempotent; one repairer at a time (ErrRepairBusy).
-func (d *Deque) Repair() (RepairReport, error) {
-	rep := RepairReport{Path: d.Path()}
-	if d.self == 0 {
+func (d *Deque) Repair() (check.RepairReport, error) {
+	rep := check.RepairReport{Path: d.Path()}
+	if d.tab.Self == 0 {
 		return rep, ErrNotAttached
 	}
-	prev, ok := d.lockRepairFrom()
+	prev, ok := d.tab.LockRepairFrom()
 	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, d.Path())
 	}
-	defer d.unlockRepair()
+	defer d.tab.UnlockRepair()
 	base := uint64(d.Header().HeaderSize)
 	if prev != 0 {
-		rep.Done = append(rep.Done, d.lockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
+		rep.Done = append(rep.Done, d.tab.LockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
 	}
-	dead, reports := d.markDead()
+	dead, reports := d.tab.MarkDead()
 	rep.DeadPeers = reports
 
 	switch v := d.ownerWord.Load(); {
@@ -64,7 +65,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 		// owner died with a message published but not counted, and its
 		// role was freed before a repair saw it.
 		d.fixBottom(0, &rep)
-	case v != d.myLock() && !d.holderAlive(v):
+	case v != d.tab.MyLock() && !d.tab.HolderAlive(v):
 		peers := d.Peers() // before the role is freed: as Check judged it
 		d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 		shm.CrashPoint(crashDequeRepairAfterFixBottom)
@@ -74,7 +75,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 	}
 	pending := d.pending.Load()
 	marked := uint64(0)
-	var peers []PeerStatus
+	var peers []check.Peer
 	top := d.top.Load()
 	for i := uint64(0); i < d.lay.Capacity; i++ {
 		raw := d.slotWord(i).Load()
@@ -95,7 +96,7 @@ func (d *Deque) Repair() (RepairReport, error) {
 				if peers == nil {
 					peers = d.Peers()
 				}
-				rep.Done = append(rep.Done, d.slotDone(base, i, raw, peers, top, ActionReturn))
+				rep.Done = append(rep.Done, d.slotDone(base, i, raw, peers, top, check.ActionReturn))
 			}
 		case layout.SlotWriting:
 			// Only the owner writes, at bottom, and fixBottom released
@@ -110,11 +111,11 @@ func (d *Deque) Repair() (RepairReport, error) {
 	// passed it, its count given back by a return the scan reaches later),
 	// and a CAS from the value read before the scan does not see that.
 	if marked > pending && d.aloneAlive() && d.pending.CompareAndSwap(pending, marked) {
-		rep.Done = append(rep.Done, Finding{Problem: ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending,
-			Raw: pending, Owner: -1, Action: ActionRaiseHint,
+		rep.Done = append(rep.Done, check.Finding{Problem: check.ProblemPendingHint, Location: "deque.pending", Offset: base + layout.DequeOffPending,
+			Raw: pending, Owner: -1, Action: check.ActionRaiseHint,
 			Detail: fmt.Sprintf("hint %d was below the %d returned slots: raised to %d", pending, marked, marked)})
 	}
-	rep.Done = append(rep.Done, d.freedFindings(base, d.freeDead(dead, make([]bool, len(dead))), reports)...)
+	rep.Done = append(rep.Done, d.tab.FreedFindings(base, d.tab.FreeDead(dead, make([]bool, len(dead))), reports)...)
 	if rep.Changed() {
 		d.repairs.Add(1)
 		d.wakeThieves()
@@ -125,17 +126,17 @@ func (d *Deque) Repair() (RepairReport, error) {
 
 // slotDone is a repair's finding for the action a it took on slot i,
 // whose word was raw, worded as Check words it.
-func (d *Deque) slotDone(base, i, raw uint64, peers []PeerStatus, top uint64, a Action) Finding {
+func (d *Deque) slotDone(base, i, raw uint64, peers []check.Peer, top uint64, a check.Action) check.Finding {
 	sr := classifySlot(&d.lay.SlotGeometry, i, raw, peers)
 	f := slotTemplate(&d.lay.SlotGeometry, base, sr, peers, top)
 	f.Problem, f.Action = dequeProblem(sr, a), a
 	if f.Problem == "" { // an owner judged dead when marked, not now
-		f.Problem = ProblemOrphanedRead
+		f.Problem = check.ProblemOrphanedRead
 		if sr.Word.State == layout.SlotLeased {
-			f.Problem = ProblemOrphanedLease
+			f.Problem = check.ProblemOrphanedLease
 		}
 	}
-	var p PeerStatus
+	var p check.Peer
 	if sr.Owner >= 0 && sr.Owner < len(peers) {
 		p = peers[sr.Owner]
 	}
@@ -156,14 +157,14 @@ func (d *Deque) slotDone(base, i, raw uint64, peers []PeerStatus, top uint64, a 
 //   - a position a thief took while the owner was popping it is passed.
 //
 // Each of the first three is added to rep (when not nil) as a finding.
-func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
+func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 	b := d.bottom.Load()
 	top := d.top.Load()
 	if b < top {
 		b = top
 	}
-	var peers []PeerStatus
-	done := func(raw uint64, a Action) {
+	var peers []check.Peer
+	done := func(raw uint64, a check.Action) {
 		if rep == nil {
 			return
 		}
@@ -184,7 +185,7 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 		if diff == 0 && sw.State == layout.SlotWriting && sw.Owner == stamp && stamp != 0 {
 			if w.CompareAndSwap(raw, layout.SlotWord{Lap: lap}.Pack()) {
 				d.abandoned.Add(1)
-				done(raw, ActionRelease)
+				done(raw, check.ActionRelease)
 			}
 			break
 		}
@@ -194,12 +195,12 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 				break
 			}
 			d.rolledBack.Add(1)
-			done(raw, ActionRollBack)
+			done(raw, check.ActionRollBack)
 			b++
 			continue
 		}
 		if diff == 0 && sw.State == layout.SlotReady {
-			done(raw, ActionCountIn)
+			done(raw, check.ActionCountIn)
 			b++
 			continue
 		}
@@ -216,34 +217,34 @@ func (d *Deque) fixBottom(stamp uint16, rep *RepairReport) {
 // owner closed it) or its owner is proven dead, in which case what that
 // owner left half done at the bottom is repaired first. A live owner keeps
 // the role (ErrOwnerAlive).
-func (d *Deque) Adopt() (RepairReport, error) {
-	rep := RepairReport{Path: d.Path()}
-	if d.self == 0 {
+func (d *Deque) Adopt() (check.RepairReport, error) {
+	rep := check.RepairReport{Path: d.Path()}
+	if d.tab.Self == 0 {
 		return rep, ErrNotAttached
 	}
 	if d.owner.Load() {
 		return rep, nil
 	}
-	prev, ok := d.lockRepairFrom()
+	prev, ok := d.tab.LockRepairFrom()
 	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, d.Path())
 	}
-	defer d.unlockRepair()
+	defer d.tab.UnlockRepair()
 	base := uint64(d.Header().HeaderSize)
 	if prev != 0 {
-		rep.Done = append(rep.Done, d.lockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
+		rep.Done = append(rep.Done, d.tab.LockTakeover(base, "deque.repair_lock", layout.DequeOffRepairLock, prev))
 	}
 	v := d.ownerWord.Load()
-	if v != 0 && d.holderAlive(v) {
+	if v != 0 && d.tab.HolderAlive(v) {
 		return rep, fmt.Errorf("%w: %s: participant %d", ErrOwnerAlive, d.Path(), layout.UnpackRole(v).Index())
 	}
-	var peers []PeerStatus
+	var peers []check.Peer
 	if v != 0 {
 		peers = d.Peers()
 	}
 	d.fixBottom(layout.UnpackRole(v).Stamp, &rep)
 	shm.CrashPoint(crashDequeAdoptAfterFixBottom)
-	if !d.ownerWord.CompareAndSwap(v, d.myLock()) {
+	if !d.ownerWord.CompareAndSwap(v, d.tab.MyLock()) {
 		return rep, fmt.Errorf("%w: %s: the owner word changed", ErrOwnerAlive, d.Path())
 	}
 	if v != 0 {
@@ -259,7 +260,7 @@ func (d *Deque) Adopt() (RepairReport, error) {
 // messages stay for thieves and for the next owner (Adopt). The handle
 // remains a thief.
 func (d *Deque) Disown() error {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	d.ownerMu.Lock()
@@ -267,7 +268,7 @@ func (d *Deque) Disown() error {
 	if !d.owner.Load() {
 		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
 	}
-	d.ownerWord.CompareAndSwap(d.myLock(), 0)
+	d.ownerWord.CompareAndSwap(d.tab.MyLock(), 0)
 	d.owner.Store(false)
 	return nil
 }

@@ -33,7 +33,7 @@ func (d *Deque) Push(ctx context.Context, msg []byte) error {
 // Pop waits for a message (the owner's newest, or a thief's oldest; see
 // TryPop) and copies it into buf.
 func (d *Deque) Pop(ctx context.Context, buf []byte) (int, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	var n int
@@ -50,7 +50,7 @@ func (d *Deque) Pop(ctx context.Context, buf []byte) (int, error) {
 // Steal is Pop for a thief's role whoever calls it: it waits for the
 // oldest message and copies it into buf.
 func (d *Deque) Steal(ctx context.Context, buf []byte) (int, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	var n int
@@ -67,7 +67,7 @@ func (d *Deque) Steal(ctx context.Context, buf []byte) (int, error) {
 // TrySteal copies the oldest message into buf, or returns ErrEmpty, from
 // whichever handle (the owner may steal from its own top).
 func (d *Deque) TrySteal(buf []byte) (int, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	n, err := d.stealCopy(buf)
@@ -96,7 +96,7 @@ func (d *Deque) stealCopy(buf []byte) (int, error) {
 
 // Claim waits for the oldest message and leases it (see TryClaim).
 func (d *Deque) Claim(ctx context.Context) (Lease, error) {
-	if d.self == 0 {
+	if d.tab.Self == 0 {
 		return Lease{}, ErrNotAttached
 	}
 	var l Lease
@@ -147,7 +147,7 @@ func (d *Deque) bottomSlot() (uint64, uint64) {
 // healSlot repairs the deque if the owner of the slot in the way is proven
 // dead. A live owner, however slow, is left alone.
 func (d *Deque) healSlot(_, raw uint64) {
-	if d.stampDead(layout.UnpackSlot(raw).Owner) {
+	if d.tab.StampDead(layout.UnpackSlot(raw).Owner) {
 		d.Repair()
 	}
 }

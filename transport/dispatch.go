@@ -14,7 +14,7 @@ type Family uint8
 const (
 	FamilyRing    Family = iota + 1 // bounded MPMC ring: Ring
 	FamilyDeque                     // work-stealing deque: Deque
-	FamilyHashMap                   // fixed-size key/value map: HashMap
+	FamilyHashMap                   // fixed-size key/value map: hashmap.Map (package transport/hashmap)
 )
 
 var familyNames = [...]string{FamilyRing: "ring", FamilyDeque: "deque", FamilyHashMap: "hashmap"}

@@ -1,5 +1,6 @@
 // Package transport holds shmkit's shared transports, each a file kind
-// laid out by package layout and mapped by package shm:
+// laid out by package layout and mapped by package shm, and the
+// dispatcher that picks among them:
 //
 //   - Ring (kind 2): a bounded multi-producer multi-consumer queue of
 //     fixed-size slots. Plain pops, and leased consumption (Claim, Ack,
@@ -7,14 +8,23 @@
 //   - Deque (kind 3): a work-stealing deque. One owner pushes and pops its
 //     newest work at the bottom; thieves in any process steal the oldest
 //     at the top, plainly or leased. A dead owner's deque is adopted.
-//   - HashMap (kind 4): a fixed-capacity map of fixed-size keys and
-//     values; readers are lock-free and never see a torn value.
+//
+// The hash map (kind 4) is in package transport/hashmap: it is not a
+// Queue, but the dispatcher names it (FamilyHashMap) for key-value
+// shapes, and it shares this package's error values.
 //
 // Ring and Deque satisfy Queue, the push/pop interface the Pass scheduler
 // (package sched/pass) rides on. Pick chooses a family from a workload's
 // shape and OpenQueue opens one.
 //
-// All three are crash-safe in the same way: every slot or bucket an
+// Check and Repair speak the vocabulary of package transport/check
+// (check.Report, check.Finding, check.RepairReport). What the kinds share
+// lives in files of its own: the wait engine (wait.go), slot
+// classification for rings and deques (slots.go), Lease (lease.go), the
+// file handle Ring and Deque embed (file.go), and the participant table
+// (package transport/internal/peers).
+//
+// All of them are crash-safe in the same way: every slot or bucket an
 // operation takes is stamped, in the same atomic step, with the taker's
 // entry in the file's participant table (pid, start time, boot), so what
 // a SIGKILLed process leaves behind is found by Scan and undone or

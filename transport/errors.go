@@ -1,16 +1,21 @@
 package transport
 
-import "errors"
+import (
+	"errors"
 
-// Errors of package transport. Errors about a particular file wrap one of
-// these together with the path, so errors.Is works and users see the file.
+	"github.com/shmkit/shmkit/transport/internal/peers"
+)
+
+// Errors of package transport, also the hash map's (package
+// transport/hashmap). Errors about a particular file wrap one of these
+// together with the path, so errors.Is works and users see the file.
 var (
 	ErrFull            = errors.New("transport: full")
 	ErrEmpty           = errors.New("transport: empty")
 	ErrTooLarge        = errors.New("transport: message, key or value larger than the file allows")
 	ErrShortBuffer     = errors.New("transport: buffer shorter than the message")
 	ErrCorrupt         = errors.New("transport: shared memory corrupt")
-	ErrTooManyPeers    = errors.New("transport: participant table full")
+	ErrTooManyPeers    = peers.ErrTooManyPeers // "transport: participant table full"
 	ErrNotAttached     = errors.New("transport: file opened read-only or closed")
 	ErrLeaseLost       = errors.New("transport: lease no longer held by this participant")
 	ErrRepairBusy      = errors.New("transport: another live process is repairing the file")

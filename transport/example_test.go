@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 func ExampleRing() {
@@ -69,4 +70,27 @@ func ExampleRing_Claim() {
 	// Output:
 	// resize image 42 (delivery 1)
 	// claimed: 1 acked: 1
+}
+
+func ExampleRing_Check() {
+	name := fmt.Sprintf("shmkit-example-check-%d", os.Getpid())
+	r, err := transport.CreateRing(name, transport.RingConfig{Capacity: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer shm.Remove(name)
+	defer r.Close()
+
+	// Check judges every word of the file in package check's vocabulary;
+	// Repair reports what it did in the same terms.
+	var rep check.Report = r.Check()
+	fmt.Println("clean:", rep.Clean(), "slots:", rep.Units, "planned:", len(r.PlanRepair()))
+	done, err := r.Repair()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("changed:", done.Changed(), "requeued:", done.Count(check.ActionRequeue))
+	// Output:
+	// clean: true slots: 8 planned: 0
+	// changed: false requeued: 0
 }

@@ -1,6 +1,10 @@
 package transport
 
-import "context"
+import (
+	"context"
+
+	"github.com/shmkit/shmkit/transport/check"
+)
 
 // Queue is the push/pop/lease interface that schedulers ride on. The ring
 // implements it; so must any other transport that carries passes.
@@ -17,7 +21,7 @@ type Queue interface {
 	MaxPayload() int // largest message
 	ID() uint64      // layout.FileID of the file
 	Path() string    // the file's path
-	Repair() (RepairReport, error)
+	Repair() (check.RepairReport, error)
 	Close() error
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // RingConfig is the geometry of a new ring. Zero fields take defaults.
@@ -45,10 +46,10 @@ func SlotSizeFor(n int) uint32 {
 // All methods are safe for concurrent use, except Close, which must come
 // after every other call on the value has returned.
 type Ring struct {
-	reg  *shm.Region
-	lay  layout.RingLayout
-	area shm.Words // the ring's area: reg.Bytes()[header size:]
-	mask uint64
+	fileHandle // the mapping, the file id, the participant table (our entry: tab.Self)
+	lay        layout.RingLayout
+	area       shm.Words // the ring's area: reg.Bytes()[header size:]
+	mask       uint64
 
 	tail, head               *atomic.Uint64
 	pushed, popped           *atomic.Uint64
@@ -60,9 +61,6 @@ type Ring struct {
 	repairs                  *atomic.Uint64
 	notEmptySeq, notEmptyW   *atomic.Uint32
 	notFullSeq, notFullW     *atomic.Uint32
-
-	peerTable        // participants, the repair lock, and our entry (self)
-	id        uint64 // layout.FileID of the ring file
 }
 
 // CreateRing creates a ring file at path (a bare name lives in /dev/shm).
@@ -116,7 +114,8 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	if err != nil { // layout.Decode already validated it; be certain
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
 	}
-	r := &Ring{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	r := &Ring{lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	r.fileHandle = fileHandle{reg: reg, geo: &r.lay.SlotGeometry}
 	if uint64(len(r.area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(r.area), lay.BodySize)
 	}
@@ -132,7 +131,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	r.correlation = u64(layout.RingOffCorrelation)
 	r.claimed, r.acked, r.requeued = u64(layout.RingOffClaimed), u64(layout.RingOffAcked), u64(layout.RingOffRequeued)
 	r.poisoned, r.abandoned, r.repairs = u64(layout.RingOffPoisoned), u64(layout.RingOffAbandoned), u64(layout.RingOffRepairs)
-	r.peerTable = newPeerTable(r.area, layout.RingOffParticipants, lay.Participants, u64(layout.RingOffRepairLock), reg.Path())
+	r.tab = peers.New(r.area, layout.RingOffParticipants, lay.Participants, u64(layout.RingOffRepairLock), reg.Path())
 	r.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return r, nil
 }
@@ -148,52 +147,19 @@ func attachRegion(reg *shm.Region) (*Ring, error) {
 	return r, nil
 }
 
-// ID identifies the ring file (layout.FileID): heartbeat tables record
-// leases by it.
-func (r *Ring) ID() uint64 { return r.id }
-
-// Path returns the ring file's path.
-func (r *Ring) Path() string { return r.reg.Path() }
-
-// Capacity returns the number of slots.
-func (r *Ring) Capacity() uint64 { return r.lay.Capacity }
-
-// SlotSize returns the bytes per slot.
-func (r *Ring) SlotSize() uint32 { return uint32(r.lay.SlotSize) }
-
-// MaxPayload returns the largest message the ring carries.
-func (r *Ring) MaxPayload() int { return int(r.lay.PayloadMax()) }
-
-// DeliveryLimit returns how many deliveries a message gets before it is
-// set aside as poison.
-func (r *Ring) DeliveryLimit() int { return int(r.lay.DeliveryLimit) }
-
-// Header returns the file's decoded common header.
-func (r *Ring) Header() layout.Header { return r.reg.Header() }
-
-// Participant returns this handle's participant index, or -1 if it is not
-// attached (read-only or closed).
-func (r *Ring) Participant() int { return int(r.self) - 1 }
-
 // NextID returns a ring-wide unique 64-bit id (a fetch-add on a counter in
 // the file): ids handed out by different processes never collide. The first
 // id is 1.
 func (r *Ring) NextID() uint64 { return r.correlation.Add(1) }
 
-// Sync flushes the ring to its file; see shm.Region.Sync.
-func (r *Ring) Sync() error { return r.reg.Sync() }
-
 // Close releases this participant's leases back to the ring, detaches from
 // the participant table and unmaps the file. Messages stay in the file.
 func (r *Ring) Close() error {
 	var err error
-	if r.self != 0 {
+	if r.tab.Self != 0 {
 		err = r.detach()
 	}
-	if cerr := r.reg.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return r.unmap(err)
 }
 
 // Counters is a snapshot of the ring's statistics, read without stopping

@@ -165,26 +165,26 @@ func TestFastPathZeroAllocs(t *testing.T) {
 	const runs = 1000
 	r := newRing(t, RingConfig{Capacity: 2048})
 	buf := make([]byte, r.MaxPayload())
-	check := func(name string, f func()) {
+	expect := func(name string, f func()) {
 		t.Helper()
 		if n := testing.AllocsPerRun(runs, f); n != 0 {
 			t.Errorf("%s: %v allocations per call, want 0", name, n)
 		}
 	}
 	// AllocsPerRun calls f runs+1 times (one warm-up).
-	check("TryPush", func() {
+	expect("TryPush", func() {
 		if err := r.TryPush(benchMsg); err != nil {
 			t.Fatal(err)
 		}
 	})
-	check("TryPop", func() {
+	expect("TryPop", func() {
 		if n, err := r.TryPop(buf); err != nil || n != len(benchMsg) {
 			t.Fatal(n, err)
 		}
 	})
 	benchFill(t, r, runs+1)
 	leases := make([]Lease, 0, runs+1)
-	check("TryClaim", func() {
+	expect("TryClaim", func() {
 		l, err := r.TryClaim()
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +192,7 @@ func TestFastPathZeroAllocs(t *testing.T) {
 		leases = append(leases, l) // within capacity: no allocation
 	})
 	next := 0
-	check("Ack", func() {
+	expect("Ack", func() {
 		if err := r.Ack(leases[next]); err != nil {
 			t.Fatal(err)
 		}

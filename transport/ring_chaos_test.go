@@ -13,6 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // The ring's multi-process chaos test, on the harness of
@@ -136,10 +137,10 @@ func chaosChild(role string) error {
 // parent's random kills, these land exactly in the windows of docs/design.md.
 var (
 	chaosProducerPoints = []string{crashRingPushAfterClaim, crashRingPushAfterAdvance, crashRingPushAfterWrite,
-		crashRingPushAfterPublish, crashRingPushAfterBurn, crashPeersAttachAfterClaimEntry}
+		crashRingPushAfterPublish, crashRingPushAfterBurn, peers.CrashPeersAttachAfterClaimEntry}
 	chaosConsumerPoints = []string{crashRingPopAfterTake, crashRingPopAfterAdvance, crashRingPopAfterCopy,
 		crashRingClaimAfterTake, crashRingClaimAfterAdvance, crashRingAckBeforeFree, crashRingRepairAfterRequeue,
-		crashPeersAttachAfterClaimEntry}
+		peers.CrashPeersAttachAfterClaimEntry}
 )
 
 func TestRingChaos(t *testing.T) {
@@ -149,7 +150,7 @@ func TestRingChaos(t *testing.T) {
 	const producers, consumers = 2, 3
 	rng := chaosSeed(t)
 	chaosFor, pace := 4*time.Second, 8 // pace: pushes per 1 ms pause
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		chaosFor, pace = 3*time.Second, 2
 	}
 	r := newRing(t, RingConfig{Capacity: 64})

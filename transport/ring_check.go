@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Check reads the whole ring and reports every problem it finds: reserved
@@ -12,40 +13,40 @@ import (
 // and the repair lock, each with the action a repair would take now. It
 // changes nothing and works on read-only handles; each shared word is read
 // once, validated, then used.
-func (r *Ring) Check() CheckReport {
+func (r *Ring) Check() check.Report {
 	h := r.Header()
 	base := uint64(h.HeaderSize)
-	rep := CheckReport{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants}
+	rep := check.Report{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants}
 	fs := &findings{}
 	checkReserved(fs, h, r.reg.Bytes()[:layout.HeaderSize])
 	head, tail := r.head.Load(), r.tail.Load()
 	capacity := r.lay.Capacity
 	switch {
 	case head > tail+capacity:
-		fs.addf(ProblemHeadTail, "ring.head", base+layout.RingOffHead, ActionNone, "head %d is more than a lap ahead of tail %d", head, tail)
+		fs.addf(check.ProblemHeadTail, "ring.head", base+layout.RingOffHead, check.ActionNone, "head %d is more than a lap ahead of tail %d", head, tail)
 	case tail > head+3*capacity:
-		fs.addf(ProblemHeadTail, "ring.tail", base+layout.RingOffTail, ActionNone, "tail %d is more than 3 laps ahead of head %d", tail, head)
+		fs.addf(check.ProblemHeadTail, "ring.tail", base+layout.RingOffTail, check.ActionNone, "tail %d is more than 3 laps ahead of head %d", tail, head)
 	}
 	peers := r.Peers()
 	words := r.snapshotSlots()
 	sim := r.planSlots(words, head, tail, peers)
 	held := make([]int, r.lay.Participants)
-	checkSlots(fs, &r.lay.SlotGeometry, "head", base, words, peers, head, tail, func(sr SlotReport, pos uint64) []Finding {
+	checkSlots(fs, &r.lay.SlotGeometry, "head", base, words, peers, head, tail, func(sr SlotReport, pos uint64) []check.Finding {
 		if !orphaned(sr.Problem) {
 			return nil
 		}
 		step := sim.steps[sr.Index]
 		held[sr.Owner]++
-		return []Finding{{Problem: slotProblem(sr.Problem), Action: step.action,
+		return []check.Finding{{Problem: slotProblem(sr.Problem), Action: step.action,
 			Detail: ringSlotDetail(sr, pos, peers[sr.Owner], step.action, step.why)}}
 	})
 	n := len(fs.list)
-	r.checkPeers(fs, base, peers, "ring.repair_lock", layout.RingOffRepairLock, func(i int) int { return held[i] },
-		"marked dead by a repair that could not finish (messages deferred for room)")
+	fs.addAll(r.tab.Check(base, peers, "ring.repair_lock", layout.RingOffRepairLock, func(i int) int { return held[i] },
+		"marked dead by a repair that could not finish (messages deferred for room)"))
 	for i := n; i < len(fs.list); i++ {
 		f := &fs.list[i]
-		if f.Problem == ProblemDeadParticipant && f.Owner >= 0 && sim.keep[f.Owner] {
-			f.Action = ActionNone
+		if f.Problem == check.ProblemDeadParticipant && f.Owner >= 0 && sim.keep[f.Owner] {
+			f.Action = check.ActionNone
 			f.Detail = fmt.Sprintf("%s, proven dead (%s): a repair marks it dead and keeps it while a message it held (listed above) waits for room; a later repair frees it", f.OwnerID, f.Verdict)
 		}
 	}
@@ -55,7 +56,7 @@ func (r *Ring) Check() CheckReport {
 
 // PlanRepair is what a Repair would do now: Check's findings that a repair
 // acts on.
-func (r *Ring) PlanRepair() []Finding { return r.Check().Plan() }
+func (r *Ring) PlanRepair() []check.Finding { return r.Check().Plan() }
 
 // snapshotSlots reads every slot word once.
 func (r *Ring) snapshotSlots() []uint64 {
@@ -68,17 +69,17 @@ func (r *Ring) snapshotSlots() []uint64 {
 
 // ringSlotDetail says what a ring's orphaned slot is and what a repair
 // does about it (a, with why for a slot a repair cannot finish).
-func ringSlotDetail(sr SlotReport, pos uint64, p PeerStatus, a Action, why string) string {
+func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why string) string {
 	w := sr.Word
 	head := fmt.Sprintf("%s slot (position %d, %d bytes) owned by participant %d, %s, proven dead (%s): ", w.State, pos, w.Length, sr.Owner, p.ID, p.Reason)
 	switch a {
-	case ActionRelease:
+	case check.ActionRelease:
 		return head + fmt.Sprintf("the push never returned, so nobody was promised the message; a repair frees the slot for the next lap and position %d is skipped", pos)
-	case ActionRequeue:
+	case check.ActionRequeue:
 		return head + fmt.Sprintf("a repair pushes a copy at the tail (delivery count %d kept) and frees the slot", w.Deliveries)
-	case ActionRequeueInPlace:
+	case check.ActionRequeueInPlace:
 		return head + fmt.Sprintf("the ring is full and the tail is at this slot: a repair re-publishes the message in place (delivery count %d kept), as the very next one", w.Deliveries)
-	case ActionDefer:
+	case check.ActionDefer:
 		return head + "the ring is full: a repair leaves it, counted in ring.deferred, until there is room (a consumer that finds the ring empty repairs again)"
 	}
 	if why != "" {
@@ -95,14 +96,14 @@ type ringPlan struct {
 }
 
 type ringStep struct {
-	action Action
-	why    string // for ActionNone: why a repair does not act
+	action check.Action
+	why    string // for check.ActionNone: why a repair does not act
 }
 
 // planSlots runs Repair's slot passes on a copy of the slot words: the
 // same order, the same pushes (burning past leases, helping the tail),
 // the same passes while they make progress.
-func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) ringPlan {
+func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []check.Peer) ringPlan {
 	plan := ringPlan{steps: map[uint64]ringStep{}, keep: make([]bool, r.lay.Participants)}
 	dead := make([]bool, len(peers))
 	anyDead := false
@@ -124,9 +125,9 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []PeerStatus) 
 			step := sim.recoverSlot(i, raw, sw)
 			plan.steps[i] = step
 			switch step.action {
-			case ActionRelease, ActionRequeue, ActionRequeueInPlace:
+			case check.ActionRelease, check.ActionRequeue, check.ActionRequeueInPlace:
 				progress = true
-			case ActionDefer:
+			case check.ActionDefer:
 				deferred++
 				plan.keep[sw.Owner-1] = true
 			default:
@@ -158,7 +159,7 @@ func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
 	ok, err := s.push(sw.Deliveries, sw.Length)
 	if err != "" {
 		s.stopped = true
-		return ringStep{ActionNone, "a repair's push of a copy meets " + err + " and stops there"}
+		return ringStep{check.ActionNone, "a repair's push of a copy meets " + err + " and stops there"}
 	}
 	if !ok {
 		return s.withoutPush(i, sw)
@@ -166,10 +167,10 @@ func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
 	// Our own push may have burned past this lease (its lap moved on).
 	now := layout.UnpackSlot(s.words[i])
 	if now.Owner != sw.Owner || (now.State != layout.SlotReading && now.State != layout.SlotLeased) {
-		return ringStep{ActionNone, "the slot changes before a repair reaches it"}
+		return ringStep{check.ActionNone, "the slot changes before a repair reaches it"}
 	}
 	s.words[i] = layout.SlotWord{Lap: (now.Lap + 1) & layout.SlotLapMask}.Pack()
-	return ringStep{action: ActionRequeue}
+	return ringStep{action: check.ActionRequeue}
 }
 
 func (s *ringSim) withoutPush(i uint64, sw layout.SlotWord) ringStep {
@@ -177,17 +178,17 @@ func (s *ringSim) withoutPush(i uint64, sw layout.SlotWord) ringStep {
 	switch sw.State {
 	case layout.SlotWriting:
 		s.words[i] = layout.SlotWord{Lap: next}.Pack()
-		return ringStep{action: ActionRelease}
+		return ringStep{action: check.ActionRelease}
 	case layout.SlotReading, layout.SlotLeased:
 		t := s.tail
 		if t&(s.lay.Capacity-1) != i || s.lay.LapOf(t) != next {
-			return ringStep{action: ActionDefer}
+			return ringStep{action: check.ActionDefer}
 		}
 		s.words[i] = layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}.Pack()
 		s.tail = t + 1
-		return ringStep{action: ActionRequeueInPlace}
+		return ringStep{action: check.ActionRequeueInPlace}
 	}
-	return ringStep{ActionNone, ""}
+	return ringStep{check.ActionNone, ""}
 }
 
 // push mirrors Ring.push on the copy: ok when a message would be

@@ -13,6 +13,8 @@ import (
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // Crash-safety tests: a real child process SIGKILLs itself at a named step
@@ -203,7 +205,7 @@ func crashRing(t *testing.T, cfg RingConfig) *Ring {
 	return newRing(t, cfg)
 }
 
-func mustRepair(t *testing.T, r *Ring) RepairReport {
+func mustRepair(t *testing.T, r *Ring) check.RepairReport {
 	t.Helper()
 	rep, err := r.Repair()
 	if err != nil {
@@ -262,7 +264,7 @@ func TestCrashProducer(t *testing.T) {
 				t.Fatalf("scan before repair: want one %s, got %+v", tc.problem, before.Slots)
 			}
 			rep := mustRepair(t, r)
-			if len(rep.DeadPeers) != 1 || (tc.problem == SlotOrphanedWrite) != (rep.Count(ActionRelease) == 1) {
+			if len(rep.DeadPeers) != 1 || (tc.problem == SlotOrphanedWrite) != (rep.Count(check.ActionRelease) == 1) {
 				t.Fatalf("repair report %+v", rep)
 			}
 			again := mustRepair(t, r)
@@ -333,11 +335,11 @@ func TestCrashConsumer(t *testing.T) {
 				}
 				rep := mustRepair(t, r)
 				switch {
-				case !full && rep.Count(ActionRequeue) == 1:
-				case full && tc.role == "pop" && rep.Count(ActionRequeueInPlace) == 1:
+				case !full && rep.Count(check.ActionRequeue) == 1:
+				case full && tc.role == "pop" && rep.Count(check.ActionRequeueInPlace) == 1:
 					// The dead reader's slot was what stopped the
 					// producers: re-published in place, in order.
-				case full && tc.role != "pop" && (rep.Count(ActionDefer) == 1 || rep.Count(ActionRequeueInPlace) == 1):
+				case full && tc.role != "pop" && (rep.Count(check.ActionDefer) == 1 || rep.Count(check.ActionRequeueInPlace) == 1):
 					// A lease in a full ring is re-published in place if
 					// the tail is at its slot, else waits for room; the
 					// consumer that next finds the ring empty requeues it.
@@ -373,11 +375,11 @@ func TestCrashRepairer(t *testing.T) {
 	r.TryPush(encodeMsg(7))
 	hold := runCrashChild(t, r.Path(), "hold", "test.lease.processing", 1)
 	runCrashChild(t, r.Path(), "repair", crashRingRepairAfterRequeue, 1)
-	if r.lock.Load() == 0 {
+	if r.tab.RepairLock().Load() == 0 {
 		t.Fatal("dead repairer did not hold the repair role")
 	}
 	rep := mustRepair(t, r)
-	if rep.Count(ActionRequeue) != 1 || len(rep.DeadPeers) != 2 {
+	if rep.Count(check.ActionRequeue) != 1 || len(rep.DeadPeers) != 2 {
 		t.Fatalf("repair report %+v", rep)
 	}
 	assertHealthy(t, r)
@@ -389,7 +391,7 @@ func TestCrashRepairer(t *testing.T) {
 // it "claiming"; when the table is full, the next attach reclaims it.
 func TestCrashAttach(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 8, Participants: 2})
-	runCrashChild(t, r.Path(), "attach", crashPeersAttachAfterClaimEntry, 1)
+	runCrashChild(t, r.Path(), "attach", peers.CrashPeersAttachAfterClaimEntry, 1)
 	o, err := OpenRing(r.Path())
 	if err != nil {
 		t.Fatalf("attach with a dead claimer in a full table: %v", err)

@@ -5,14 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/memfuzz"
 )
 
 // FuzzRingMemory treats the ring file as hostile input, as the package
@@ -138,76 +137,6 @@ func fuzzErrOK(err error, also ...error) bool {
 	return false
 }
 
-// fuzzRun runs ops on its own goroutine and fails the test if it panics or
-// if any step (ops calls step before each call) takes longer than
-// fuzzDeadline. ops returns the violations it found.
-//
-// Time is counted in ticks of a ticker, which drops the ticks a stalled
-// process misses: a whole-process stall (a loaded VM, a debugger) costs one
-// tick, not a false "livelock", while a call that spins without returning
-// runs the count out.
-func fuzzRun(t *testing.T, ops func(step func(string)) []string) {
-	t.Helper()
-	type result struct {
-		problems []string
-		panicked any
-		stack    []byte
-	}
-	var current atomic.Pointer[string]
-	stepName := func() string {
-		if p := current.Load(); p != nil {
-			return *p
-		}
-		return "start"
-	}
-	beat := make(chan struct{}, 1)
-	step := func(name string) {
-		current.Store(&name)
-		select {
-		case beat <- struct{}{}:
-		default:
-		}
-	}
-	done := make(chan result, 1)
-	go func() {
-		var res result
-		defer func() {
-			if p := recover(); p != nil {
-				res.panicked, res.stack = p, fuzzStack(false)
-			}
-			done <- res
-		}()
-		res.problems = ops(step)
-	}()
-	const ticks = 40
-	ticker := time.NewTicker(fuzzDeadline / ticks)
-	defer ticker.Stop()
-	idle, since := 0, time.Now()
-	for {
-		select {
-		case res := <-done:
-			if res.panicked != nil {
-				t.Fatalf("panic in %s: %v\n%s", stepName(), res.panicked, res.stack)
-			}
-			for _, p := range res.problems {
-				t.Error(p)
-			}
-			return
-		case <-beat:
-			idle, since = 0, time.Now()
-		case <-ticker.C:
-			if idle++; idle >= ticks {
-				t.Fatalf("%s did not return within %v (%v wall clock; livelock?)\n%s", stepName(), fuzzDeadline, time.Since(since), fuzzStack(true))
-			}
-		}
-	}
-}
-
-func fuzzStack(all bool) []byte {
-	buf := make([]byte, 1<<16)
-	return buf[:runtime.Stack(buf, all)]
-}
-
 func fuzzRingOnce(t *testing.T, data []byte) {
 	path := ringPath(t)
 	r, err := CreateRing(path, fuzzRingConfig)
@@ -239,16 +168,16 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 	}
 	r.NextID()
 
-	mode, mustFail := fuzzOverlay(t, path, r.Header(), layout.KindRing, data, fuzzHeader)
+	mode, mustFail := memfuzz.Overlay(t, path, r.Header(), layout.KindRing, data, fuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 
-	fuzzRun(t, func(step func(string)) (problems []string) {
+	memfuzz.Run(t, fuzzDeadline, func(step func(string)) (problems []string) {
 		bad := func(what string, err error, also ...error) {
 			if !fuzzErrOK(err, also...) {
 				problems = append(problems, fmt.Sprintf("%s: unexpected error %v", what, err))
 			}
 		}
-		check := func(ok bool, format string, args ...any) {
+		expect := func(ok bool, format string, args ...any) {
 			if !ok {
 				problems = append(problems, fmt.Sprintf(format, args...))
 			}
@@ -258,29 +187,29 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 		step("OpenRingReadOnly")
 		ro, err := OpenRingReadOnly(path, openOpts...)
 		// Read-only open looks at the header only.
-		check(mustFail == (err != nil), "OpenRingReadOnly: %v, header should fail: %v", err, mustFail)
+		expect(mustFail == (err != nil), "OpenRingReadOnly: %v, header should fail: %v", err, mustFail)
 		bad("OpenRingReadOnly", err)
 		if err == nil {
 			step("read-only Scan")
-			fuzzCheckScan(ro.Scan(), ro, check)
+			fuzzCheckScan(ro.Scan(), ro, expect)
 			step("read-only TryPush")
-			check(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
+			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			step("read-only Repair")
 			_, rerr := ro.Repair()
-			check(rerr == ErrNotAttached, "read-only Repair: %v", rerr)
+			expect(rerr == ErrNotAttached, "read-only Repair: %v", rerr)
 			step("read-only Close")
 			bad("read-only Close", ro.Close())
 		}
 
 		step("OpenRing")
 		o, err := OpenRing(path, openOpts...)
-		check(!mustFail || err != nil, "OpenRing accepted a header that does not decode")
+		expect(!mustFail || err != nil, "OpenRing accepted a header that does not decode")
 		bad("OpenRing", err)
 		if err == nil {
 			maxN := o.MaxPayload()
 			for k := 0; k < 6; k++ {
 				step("Scan")
-				fuzzCheckScan(o.Scan(), o, check)
+				fuzzCheckScan(o.Scan(), o, expect)
 
 				step("TryPush")
 				bad("TryPush", o.TryPush([]byte{byte(k), 'x'}))
@@ -292,15 +221,15 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 				}
 				n, err := o.TryPop(pb)
 				bad("TryPop", err)
-				check(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes (max payload %d)", n, maxN)
+				expect(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes (max payload %d)", n, maxN)
 
 				step("TryClaim")
 				l, err := o.TryClaim()
 				bad("TryClaim", err)
 				if err == nil {
-					check(len(l.Data()) <= maxN, "lease of %d bytes (max payload %d)", len(l.Data()), maxN)
-					check(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "lease delivered %d times", l.Deliveries)
-					check(l.Slot() < o.Capacity(), "lease slot %d", l.Slot())
+					expect(len(l.Data()) <= maxN, "lease of %d bytes (max payload %d)", len(l.Data()), maxN)
+					expect(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "lease delivered %d times", l.Deliveries)
+					expect(l.Slot() < o.Capacity(), "lease slot %d", l.Slot())
 					if (k+int(mode))%2 == 0 {
 						step("Ack")
 						bad("Ack", o.Ack(l))
@@ -313,12 +242,12 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 				step("TakePoisoned")
 				n, d, err := o.TakePoisoned(buf)
 				bad("TakePoisoned", err)
-				check(n <= maxN && d <= layout.RingMaxDeliveryLimit, "TakePoisoned: %d bytes, %d deliveries", n, d)
+				expect(n <= maxN && d <= layout.RingMaxDeliveryLimit, "TakePoisoned: %d bytes, %d deliveries", n, d)
 
 				step("Repair")
 				rep, err := o.Repair()
 				bad("Repair", err)
-				check(rep.Count(ActionRelease)+rep.Count(ActionRequeue)+rep.Count(ActionRequeueInPlace) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4,
+				expect(rep.Count(check.ActionRelease)+rep.Count(check.ActionRequeue)+rep.Count(check.ActionRequeueInPlace) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4,
 					"Repair report %+v", rep)
 
 				step("NextID")
@@ -331,12 +260,12 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 				step("Pop")
 				n, err := o.Pop(ctx, buf)
 				bad("Pop", err, context.DeadlineExceeded)
-				check(n <= maxN, "Pop returned %d bytes (max payload %d)", n, maxN)
+				expect(n <= maxN, "Pop returned %d bytes (max payload %d)", n, maxN)
 				step("Claim")
 				l, err := o.Claim(ctx)
 				bad("Claim", err, context.DeadlineExceeded)
 				if err == nil {
-					check(len(l.Data()) <= maxN, "Claim: lease of %d bytes", len(l.Data()))
+					expect(len(l.Data()) <= maxN, "Claim: lease of %d bytes", len(l.Data()))
 					step("Ack")
 					bad("Ack", o.Ack(l))
 				}
@@ -358,7 +287,7 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 		step("creator TryPop")
 		n, err := r.TryPop(buf)
 		bad("creator TryPop", err)
-		check(n <= r.MaxPayload(), "creator TryPop returned %d bytes", n)
+		expect(n <= r.MaxPayload(), "creator TryPop returned %d bytes", n)
 
 		if o != nil {
 			step("Close")
@@ -372,59 +301,18 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 }
 
 // fuzzCheckScan checks that a scan accounts for every slot exactly once.
-func fuzzCheckScan(rep ScanReport, r *Ring, check func(bool, string, ...any)) {
+func fuzzCheckScan(rep ScanReport, r *Ring, expect func(bool, string, ...any)) {
 	total := rep.Corrupt
 	for s, n := range rep.States {
-		check(s.Valid(), "Scan counted invalid state %d", s)
+		expect(s.Valid(), "Scan counted invalid state %d", s)
 		total += n
 	}
-	check(uint64(total) == r.Capacity(), "Scan accounted for %d of %d slots", total, r.Capacity())
-	check(uint64(len(rep.Slots)) <= r.Capacity() && rep.Problems <= len(rep.Slots), "Scan: %d slots, %d problems", len(rep.Slots), rep.Problems)
+	expect(uint64(total) == r.Capacity(), "Scan accounted for %d of %d slots", total, r.Capacity())
+	expect(uint64(len(rep.Slots)) <= r.Capacity() && rep.Problems <= len(rep.Slots), "Scan: %d slots, %d problems", len(rep.Slots), rep.Problems)
 	for _, s := range rep.Slots {
-		check(s.Index < r.Capacity(), "Scan reported slot %d", s.Index)
+		expect(s.Index < r.Capacity(), "Scan reported slot %d", s.Index)
 		if s.Problem != SlotCorrupt {
-			check(uint64(s.Word.Length) <= uint64(r.MaxPayload()), "Scan passed slot %d with length %d", s.Index, s.Word.Length)
+			expect(uint64(s.Word.Length) <= uint64(r.MaxPayload()), "Scan passed slot %d with length %d", s.Index, s.Word.Length)
 		}
 	}
-}
-
-// fuzzOverlay writes a fuzz input over a live file through the file itself
-// (tmpfs page cache: the mappings see it at once): data[0:2] is the
-// offset, data[2] the mode, the rest the bytes, written over the kind's
-// area or, with headerBit in the mode, over the common header. It returns
-// the mode, and whether opening must now fail (the patched header does
-// not decode as a ready file of kind).
-func fuzzOverlay(t *testing.T, path string, hdr layout.Header, kind layout.Kind, data []byte, headerBit byte) (mode byte, mustFail bool) {
-	t.Helper()
-	off, mode, patch := int(binary.LittleEndian.Uint16(data)), data[2], data[3:]
-	base, span := int(hdr.HeaderSize), int(hdr.FileSize-uint64(hdr.HeaderSize))
-	if mode&headerBit != 0 {
-		base, span = 0, int(hdr.HeaderSize)
-	}
-	off %= span
-	patch = patch[:min(len(patch), span-off)]
-	if err := fuzzWriteAt(path, patch, int64(base+off)); err != nil {
-		t.Fatal(err)
-	}
-	if mode&headerBit != 0 {
-		img, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, derr := layout.DecodeFile(img)
-		mustFail = derr != nil || h.Kind != kind || !h.IsReady()
-	}
-	return mode, mustFail
-}
-
-func fuzzWriteAt(path string, b []byte, off int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, off); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -4,10 +4,10 @@ import (
 	"github.com/shmkit/shmkit/layout"
 )
 
-// The ring's use of its participant table (peers.go): what a takeover and a
+// The ring's use of its participant table (package internal/peers): what a takeover and a
 // detach recover.
 
-func (r *Ring) attach() error { return r.peerTable.attach(r.reclaimStamp) }
+func (r *Ring) attach() error { return r.tab.Attach(r.reclaimStamp) }
 
 // reclaimStamp recovers every slot still stamped with stamp, whose earlier
 // owner is proven dead, without a push (an entry being claimed has no stamp
@@ -32,7 +32,7 @@ func (r *Ring) reclaimStamp(stamp uint16, _ uint32) bool {
 // entry. Slots it is writing or reading cannot exist: Close comes after
 // every other call has returned.
 func (r *Ring) detach() error {
-	me := r.self
+	me := r.tab.Self
 	var firstErr error
 	deferred := false
 	for i := uint64(0); i < r.lay.Capacity; i++ {
@@ -52,9 +52,6 @@ func (r *Ring) detach() error {
 		// our entry, marked dead, so a later Repair requeues them.
 		r.deferred.Add(1)
 	}
-	r.release(deferred)
+	r.tab.Release(deferred)
 	return firstErr
 }
-
-// Peers reports every participant entry.
-func (r *Ring) Peers() []PeerStatus { return r.all() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // TryPop copies the next message into buf and returns its length, or
@@ -24,7 +25,7 @@ func (r *Ring) TryPop(buf []byte) (int, error) {
 }
 
 func (r *Ring) pop(buf []byte) (int, error) {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	i, sw, err := r.take(layout.SlotReading, len(buf))
@@ -55,7 +56,7 @@ func (r *Ring) TryClaim() (Lease, error) {
 }
 
 func (r *Ring) claim() (Lease, error) {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return Lease{}, ErrNotAttached
 	}
 	i, sw, err := r.take(layout.SlotLeased, math.MaxInt)
@@ -68,7 +69,7 @@ func (r *Ring) claim() (Lease, error) {
 
 // Ack releases a lease: the message is done with and its slot is free.
 func (r *Ring) Ack(l Lease) error {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	if l.data == nil {
@@ -78,7 +79,7 @@ func (r *Ring) Ack(l Lease) error {
 	for {
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
-		if sw.State != layout.SlotLeased || sw.Owner != r.self {
+		if sw.State != layout.SlotLeased || sw.Owner != r.tab.Self {
 			return fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, r.Path(), l.slot, sw.State, int(sw.Owner)-1)
 		}
 		shm.CrashPoint(crashRingAckBeforeFree)
@@ -98,7 +99,7 @@ func (r *Ring) Ack(l Lease) error {
 // again (its delivery count is kept, so a message that keeps being released
 // ends up as poison too).
 func (r *Ring) Release(l Lease) error {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	if l.data == nil {
@@ -107,7 +108,7 @@ func (r *Ring) Release(l Lease) error {
 	w := r.slotWord(l.slot)
 	raw := w.Load()
 	sw := layout.UnpackSlot(raw)
-	if sw.State != layout.SlotLeased || sw.Owner != r.self {
+	if sw.State != layout.SlotLeased || sw.Owner != r.tab.Self {
 		return fmt.Errorf("%w: %s: slot %d is %s", ErrLeaseLost, r.Path(), l.slot, sw.State)
 	}
 	if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
@@ -145,7 +146,7 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			if int(sw.Length) > room {
 				return 0, sw, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, r.Path(), sw.Length, room)
 			}
-			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: r.self, Length: sw.Length, Lap: lap}
+			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: r.tab.Self, Length: sw.Length, Lap: lap}
 			if !w.CompareAndSwap(raw, taken.Pack()) {
 				continue
 			}
@@ -203,7 +204,7 @@ func (r *Ring) requeueDeferred() bool {
 		return false
 	}
 	rep, err := r.Repair()
-	return err == nil && rep.Count(ActionRequeue)+rep.Count(ActionRequeueInPlace) > 0
+	return err == nil && rep.Count(check.ActionRequeue)+rep.Count(check.ActionRequeueInPlace) > 0
 }
 
 // poison sets a message that has had DeliveryLimit deliveries aside. It
@@ -221,7 +222,7 @@ func (r *Ring) poison(h uint64, w interface{ CompareAndSwap(old, new uint64) boo
 // TakePoisoned copies one poisoned message into buf, frees its slot and
 // returns its length and delivery count, or ErrEmpty if there is none.
 func (r *Ring) TakePoisoned(buf []byte) (n, deliveries int, err error) {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return 0, 0, ErrNotAttached
 	}
 	for i := uint64(0); i < r.lay.Capacity; i++ {

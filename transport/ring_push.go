@@ -11,7 +11,7 @@ import (
 // TryPush publishes msg if a slot is free, or returns ErrFull. A message
 // larger than MaxPayload is refused with ErrTooLarge, never truncated.
 func (r *Ring) TryPush(msg []byte) error {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	if uint64(len(msg)) > r.lay.PayloadMax() {
@@ -48,7 +48,7 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			if raw != (layout.SlotWord{Lap: lap}).Pack() {
 				return r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.self, Lap: lap}.Pack()
+			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()
 			if !w.CompareAndSwap(raw, mine) {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/proctest"
+	"github.com/shmkit/shmkit/transport/check"
 	"golang.org/x/sys/unix"
 )
 
@@ -288,7 +289,7 @@ func TestReviewDeferredLeaseStrandedWhenHeadMeetsTailAtIt(t *testing.T) {
 		t.Fatalf("child: %v", hold)
 	}
 	// The ring is full: the repair has to defer the lease.
-	if rep := mustRepair(t, r); rep.Count(ActionDefer) != 1 {
+	if rep := mustRepair(t, r); rep.Count(check.ActionDefer) != 1 {
 		t.Fatalf("repair of a full ring: %+v", rep)
 	}
 	// Take 2, 3 and 4 (exactly: one more TryPop would meet a free slot at

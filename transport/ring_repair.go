@@ -5,13 +5,14 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // ScanReport is what Scan finds. It is a value: tools print it.
 type ScanReport struct {
 	Path     string
 	Counters Counters
-	Peers    []PeerStatus
+	Peers    []check.Peer
 	States   map[layout.SlotState]int // slots in each state
 	Slots    []SlotReport             // every slot that is not free
 	Problems int                      // slots that are orphaned, poisoned or corrupt
@@ -38,19 +39,19 @@ func (r *Ring) Scan() ScanReport {
 // otherwise); a repairer that died holding that role is itself replaced
 // on proof of death. The report lists every action taken, as findings
 // like Check's (PlanRepair says beforehand what they will be).
-func (r *Ring) Repair() (RepairReport, error) {
-	rep := RepairReport{Path: r.Path()}
-	if r.self == 0 {
+func (r *Ring) Repair() (check.RepairReport, error) {
+	rep := check.RepairReport{Path: r.Path()}
+	if r.tab.Self == 0 {
 		return rep, ErrNotAttached
 	}
-	prev, ok := r.lockRepairFrom()
+	prev, ok := r.tab.LockRepairFrom()
 	if !ok {
 		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, r.Path())
 	}
-	defer r.unlockRepair()
+	defer r.tab.UnlockRepair()
 	base := uint64(r.Header().HeaderSize)
 	if prev != 0 {
-		rep.Done = append(rep.Done, r.lockTakeover(base, "ring.repair_lock", layout.RingOffRepairLock, prev))
+		rep.Done = append(rep.Done, r.tab.LockTakeover(base, "ring.repair_lock", layout.RingOffRepairLock, prev))
 	}
 	// Consumers retry a repair while this is non-zero. Clear it now: a
 	// detach that defers leases after this point sets it again.
@@ -58,10 +59,10 @@ func (r *Ring) Repair() (RepairReport, error) {
 
 	// 1. Prove deaths. An entry marked dead stays dead until its slots are
 	// repaired, so an interrupted repair is finished by the next one.
-	dead, reports := r.markDead()
+	dead, reports := r.tab.MarkDead()
 	rep.DeadPeers = reports
 	anyDead := len(reports) > 0
-	var peers []PeerStatus
+	var peers []check.Peer
 	if anyDead {
 		peers = r.Peers()
 	}
@@ -69,7 +70,7 @@ func (r *Ring) Repair() (RepairReport, error) {
 	// no room may find it after others were re-published in place (each
 	// moves the tail on), so passes repeat while they make progress.
 	keep := make([]bool, r.lay.Participants) // entries with deferred slots
-	var deferred []Finding                   // this pass's deferrals
+	var deferred []check.Finding             // this pass's deferrals
 	for pass := 0; anyDead; pass++ {
 		progress := false
 		deferred = deferred[:0]
@@ -92,23 +93,23 @@ func (r *Ring) Repair() (RepairReport, error) {
 				rep.Done = append(rep.Done, deferred...)
 				return rep, err
 			}
-			act := ActionNone
+			act := check.ActionNone
 			switch what {
 			case recoveredAbandoned:
-				act, progress = ActionRelease, true
+				act, progress = check.ActionRelease, true
 			case recoveredRequeued:
-				act, progress = ActionRequeue, true
+				act, progress = check.ActionRequeue, true
 			case recoveredInPlace:
-				act, progress = ActionRequeueInPlace, true
+				act, progress = check.ActionRequeueInPlace, true
 			case recoveredDeferred:
-				act = ActionDefer
+				act = check.ActionDefer
 				keep[sw.Owner-1] = true
 			}
-			if act == ActionNone {
+			if act == check.ActionNone {
 				continue
 			}
 			f := r.slotDone(base, i, raw, peers, head, act)
-			if act == ActionDefer {
+			if act == check.ActionDefer {
 				deferred = append(deferred, f)
 			} else {
 				rep.Done = append(rep.Done, f)
@@ -125,7 +126,7 @@ func (r *Ring) Repair() (RepairReport, error) {
 		r.deferred.Add(uint64(len(deferred)))
 	}
 	// 3. Free the entries no slot refers to any more.
-	rep.Done = append(rep.Done, r.freedFindings(base, r.freeDead(dead, keep), reports)...)
+	rep.Done = append(rep.Done, r.tab.FreedFindings(base, r.tab.FreeDead(dead, keep), reports)...)
 	if rep.Changed() {
 		r.repairs.Add(1)
 		r.wakeConsumers()
@@ -136,20 +137,20 @@ func (r *Ring) Repair() (RepairReport, error) {
 
 // slotDone is a repair's finding for the action a it took on slot i,
 // whose word was raw, worded as Check words it.
-func (r *Ring) slotDone(base, i, raw uint64, peers []PeerStatus, head uint64, a Action) Finding {
+func (r *Ring) slotDone(base, i, raw uint64, peers []check.Peer, head uint64, a check.Action) check.Finding {
 	sr := classifySlot(&r.lay.SlotGeometry, i, raw, peers)
 	f := slotTemplate(&r.lay.SlotGeometry, base, sr, peers, head)
 	f.Problem, f.Action = slotProblem(sr.Problem), a
 	if f.Problem == "" { // an owner judged dead when marked, not now
-		f.Problem = ProblemOrphanedRead
+		f.Problem = check.ProblemOrphanedRead
 		switch sr.Word.State {
 		case layout.SlotWriting:
-			f.Problem = ProblemOrphanedWrite
+			f.Problem = check.ProblemOrphanedWrite
 		case layout.SlotLeased:
-			f.Problem = ProblemOrphanedLease
+			f.Problem = check.ProblemOrphanedLease
 		}
 	}
-	var p PeerStatus
+	var p check.Peer
 	if sr.Owner >= 0 && sr.Owner < len(peers) {
 		p = peers[sr.Owner]
 	}

@@ -13,7 +13,7 @@ import (
 // Push publishes msg, waiting while the ring is full. It returns ctx's error
 // if ctx ends first.
 func (r *Ring) Push(ctx context.Context, msg []byte) error {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
 	if uint64(len(msg)) > r.lay.PayloadMax() {
@@ -31,7 +31,7 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 
 // Pop waits for the next message and copies it into buf.
 func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
 	var n int
@@ -47,7 +47,7 @@ func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
 
 // Claim waits for the next message and leases it (see TryClaim).
 func (r *Ring) Claim(ctx context.Context) (Lease, error) {
-	if r.self == 0 {
+	if r.tab.Self == 0 {
 		return Lease{}, ErrNotAttached
 	}
 	var l Lease
@@ -74,7 +74,7 @@ func (r *Ring) tailSlot() (uint64, uint64) {
 // healSlot repairs the ring if the owner of the slot in the way is proven
 // dead. A live owner, however slow, is left alone.
 func (r *Ring) healSlot(idx, raw uint64) {
-	if r.stampDead(layout.UnpackSlot(raw).Owner) {
+	if r.tab.StampDead(layout.UnpackSlot(raw).Owner) {
 		r.Repair()
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Slot classification shared by the ring and the deque: what Scan calls
@@ -49,7 +50,7 @@ type SlotReport struct {
 // scanSlots classifies every slot of a ring or deque (word loads slot i's
 // word): the count of slots in each state, every slot that is not free or
 // has a problem, how many have problems, how many are corrupt.
-func scanSlots(lay *layout.SlotGeometry, word func(i uint64) uint64, peers []PeerStatus) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
+func scanSlots(lay *layout.SlotGeometry, word func(i uint64) uint64, peers []check.Peer) (states map[layout.SlotState]int, slots []SlotReport, problems, corrupt int) {
 	states = map[layout.SlotState]int{}
 	for i := uint64(0); i < lay.Capacity; i++ {
 		sr := classifySlot(lay, i, word(i), peers)
@@ -70,7 +71,7 @@ func scanSlots(lay *layout.SlotGeometry, word func(i uint64) uint64, peers []Pee
 
 // classifySlot judges slot i of a ring or deque by its word and the
 // participant table's verdicts.
-func classifySlot(lay *layout.SlotGeometry, i, raw uint64, peers []PeerStatus) SlotReport {
+func classifySlot(lay *layout.SlotGeometry, i, raw uint64, peers []check.Peer) SlotReport {
 	sw := layout.UnpackSlot(raw)
 	sr := SlotReport{Index: i, Raw: raw, Word: sw, Owner: int(sw.Owner) - 1, Alive: true}
 	if err := sw.Validate(lay); err != nil {
@@ -109,18 +110,18 @@ func orphaned(p SlotProblem) bool {
 }
 
 // slotProblem names a Scan classification in Check's vocabulary.
-func slotProblem(p SlotProblem) Problem {
+func slotProblem(p SlotProblem) check.Problem {
 	switch p {
 	case SlotOrphanedWrite:
-		return ProblemOrphanedWrite
+		return check.ProblemOrphanedWrite
 	case SlotOrphanedRead:
-		return ProblemOrphanedRead
+		return check.ProblemOrphanedRead
 	case SlotOrphanedLease:
-		return ProblemOrphanedLease
+		return check.ProblemOrphanedLease
 	case SlotPoison:
-		return ProblemPoisoned
+		return check.ProblemPoisoned
 	case SlotCorrupt:
-		return ProblemCorruptSlot
+		return check.ProblemCorruptSlot
 	}
 	return ""
 }
@@ -141,8 +142,8 @@ func slotPosition(l *layout.SlotGeometry, index uint64, lap uint32, near uint64)
 
 // slotTemplate is a finding about slot i (word raw, classified as sr):
 // where it is, its position near lo, and its owner.
-func slotTemplate(l *layout.SlotGeometry, base uint64, sr SlotReport, peers []PeerStatus, lo uint64) Finding {
-	f := Finding{Location: fmt.Sprintf("slot[%d].word", sr.Index), Offset: base + l.SlotOff(sr.Index), Raw: sr.Raw,
+func slotTemplate(l *layout.SlotGeometry, base uint64, sr SlotReport, peers []check.Peer, lo uint64) check.Finding {
+	f := check.Finding{Location: fmt.Sprintf("slot[%d].word", sr.Index), Offset: base + l.SlotOff(sr.Index), Raw: sr.Raw,
 		Position: slotPosition(l, sr.Index, sr.Word.Lap, lo), HasPosition: true, Owner: -1}
 	if sr.Owner >= 0 && sr.Owner < len(peers) {
 		p := peers[sr.Owner]
@@ -151,10 +152,10 @@ func slotTemplate(l *layout.SlotGeometry, base uint64, sr SlotReport, peers []Pe
 	return f
 }
 
-// slotJudge gives a kind's findings about one slot (Problem, Action and
+// slotJudge gives a kind's findings about one slot (check.Problem, check.Action and
 // Detail; checkSlots fills in where and whose). It is called for every
 // slot, corrupt ones included.
-type slotJudge func(sr SlotReport, pos uint64) []Finding
+type slotJudge func(sr SlotReport, pos uint64) []check.Finding
 
 // checkSlots checks every slot word of a ring or deque (words, read once):
 // its classification (state, length, owner, proof of death), what the
@@ -162,23 +163,23 @@ type slotJudge func(sr SlotReport, pos uint64) []Finding
 // deliveries and laps. lo and hi are the positions the live words cluster
 // around (head and tail; top and bottom), loName names lo ("head", "top").
 // Corrupt and poisoned words are left alone by every repair.
-func checkSlots(fs *findings, l *layout.SlotGeometry, loName string, base uint64, words []uint64, peers []PeerStatus, lo, hi uint64, judge slotJudge) {
+func checkSlots(fs *findings, l *layout.SlotGeometry, loName string, base uint64, words []uint64, peers []check.Peer, lo, hi uint64, judge slotJudge) {
 	loLap, hiLap := l.LapOf(lo), l.LapOf(hi)
 	limit := uint8(l.DeliveryLimit)
 	for i, raw := range words {
 		sr := classifySlot(l, uint64(i), raw, peers)
 		t := slotTemplate(l, base, sr, peers, lo)
-		add := func(p Problem, a Action, format string, args ...any) {
+		add := func(p check.Problem, a check.Action, format string, args ...any) {
 			f := t
 			f.Problem, f.Action, f.Detail = p, a, fmt.Sprintf(format, args...)
 			fs.add(f)
 		}
 		w := sr.Word
 		if sr.Problem == SlotCorrupt {
-			add(ProblemCorruptSlot, ActionNone, "word %#016x: %s: left alone", raw, strings.ReplaceAll(sr.Err, "layout: ", ""))
+			add(check.ProblemCorruptSlot, check.ActionNone, "word %#016x: %s: left alone", raw, strings.ReplaceAll(sr.Err, "layout: ", ""))
 		}
 		if sr.Problem == SlotPoison {
-			add(ProblemPoisoned, ActionNone, "message at position %d set aside after %d deliveries (limit %d): left alone; take it with TakePoisoned",
+			add(check.ProblemPoisoned, check.ActionNone, "message at position %d set aside after %d deliveries (limit %d): left alone; take it with TakePoisoned",
 				t.Position, w.Deliveries, l.DeliveryLimit)
 		}
 		for _, f := range judge(sr, t.Position) {
@@ -191,15 +192,15 @@ func checkSlots(fs *findings, l *layout.SlotGeometry, loName string, base uint64
 		}
 		switch {
 		case w.State == layout.SlotWriting && (w.Length != 0 || w.Deliveries != 0):
-			add(ProblemBadDeliveries, ActionNone, "writing slot with length %d and %d deliveries: a producer writes both as 0", w.Length, w.Deliveries)
+			add(check.ProblemBadDeliveries, check.ActionNone, "writing slot with length %d and %d deliveries: a producer writes both as 0", w.Length, w.Deliveries)
 		case w.State == layout.SlotReady && w.Deliveries > limit,
 			(w.State == layout.SlotReading || w.State == layout.SlotLeased || w.State == layout.SlotReturned) && (w.Deliveries == 0 || w.Deliveries > limit):
-			add(ProblemBadDeliveries, ActionNone, "%s slot with %d deliveries (limit %d)", w.State, w.Deliveries, limit)
+			add(check.ProblemBadDeliveries, check.ActionNone, "%s slot with %d deliveries (limit %d)", w.State, w.Deliveries, limit)
 		case w.State == layout.SlotPoisoned && w.Deliveries < limit:
-			add(ProblemBadDeliveries, ActionNone, "poisoned slot with %d deliveries, under the limit of %d", w.Deliveries, limit)
+			add(check.ProblemBadDeliveries, check.ActionNone, "poisoned slot with %d deliveries, under the limit of %d", w.Deliveries, limit)
 		}
 		if d1, d2 := layout.LapDiff(w.Lap, loLap), layout.LapDiff(w.Lap, hiLap); min(abs32(d1), abs32(d2)) > 2 {
-			add(ProblemBadLap, ActionNone, "%s slot at lap %d, %d laps from the %s's lap %d (live words are at most 2 laps away)",
+			add(check.ProblemBadLap, check.ActionNone, "%s slot at lap %d, %d laps from the %s's lap %d (live words are at most 2 laps away)",
 				w.State, w.Lap, d1, loName, loLap)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/internal/spin"
 )
 
 // Blocking operations spin briefly (the other side is usually a few hundred
@@ -73,7 +74,7 @@ func block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, b
 func backoff(waited time.Duration) bool {
 	switch {
 	case waited < spinFor:
-		spinPause()
+		spin.Pause()
 		return true
 	case waited < yieldFor:
 		runtime.Gosched()
@@ -167,17 +168,4 @@ func wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() {
 			<-done
 		}
 	}
-}
-
-// spinPause waits some tens of nanoseconds on registers only (Go has no
-// portable PAUSE instruction outside the runtime). It is not inlined, so
-// its loop is not removed although nobody uses the result.
-//
-//go:noinline
-func spinPause() int {
-	x := 0
-	for i := range 64 {
-		x += i
-	}
-	return x
 }

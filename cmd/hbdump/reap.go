@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 func (e *env) reapCommand() *cli.Command {
@@ -351,13 +352,13 @@ type repairCounts struct {
 	ownerDied                                         bool
 }
 
-func countsOf(r transport.RepairReport) repairCounts {
+func countsOf(r check.RepairReport) repairCounts {
 	return repairCounts{
-		requeued:  r.Count(transport.ActionRequeue) + r.Count(transport.ActionReturn),
-		inPlace:   r.Count(transport.ActionRequeueInPlace) + r.Count(transport.ActionRollBack),
-		abandoned: r.Count(transport.ActionRelease),
-		deferred:  r.Count(transport.ActionDefer),
-		published: r.Count(transport.ActionCountIn),
-		ownerDied: r.Count(transport.ActionFreeOwner) > 0,
+		requeued:  r.Count(check.ActionRequeue) + r.Count(check.ActionReturn),
+		inPlace:   r.Count(check.ActionRequeueInPlace) + r.Count(check.ActionRollBack),
+		abandoned: r.Count(check.ActionRelease),
+		deferred:  r.Count(check.ActionDefer),
+		published: r.Count(check.ActionCountIn),
+		ownerDied: r.Count(check.ActionFreeOwner) > 0,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Leased consumption (`run --lease`, and `run --chaos`, which implies it):
@@ -462,7 +463,7 @@ func (w *leaseWatch) scan() (clean bool, why string) {
 		return false, fmt.Sprintf("%d dead participants in the heartbeat table", rep.Dead)
 	case rerr != nil:
 		return false, rerr.Error()
-	case rr.Count(transport.ActionDefer) > 0 || sc.Counters.Deferred > 0:
+	case rr.Count(check.ActionDefer) > 0 || sc.Counters.Deferred > 0:
 		return false, "requeues deferred"
 	case problems > 0:
 		return false, fmt.Sprintf("%d ring slots orphaned or corrupt", problems)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // openedFixtures lists the fixtures under testdata/ ringctl opens (their
@@ -76,7 +76,7 @@ func TestInspectVerifyRepairAgreeOnEveryFixture(t *testing.T) {
 			}
 			withAction := 0
 			for _, f := range rep.Plan {
-				if f.Action != string(transport.ActionNone) {
+				if f.Action != string(check.ActionNone) {
 					withAction++
 				}
 			}
@@ -111,7 +111,7 @@ func TestSummaryOnItsOwnLine(t *testing.T) {
 	for _, rep := range []repairReport{
 		{Path: "./x", ToRepair: 1, Plan: f},
 		{Path: "./x", ToRepair: 1, Plan: f, Applied: true, Result: newRepairResult(repairDone{corruptLabel: "corrupt slots left alone",
-			counts: []repairCount{{transport.ActionRequeue, "messages requeued at the tail", 1}}}, []string{"busy"})},
+			counts: []repairCount{{check.ActionRequeue, "messages requeued at the tail", 1}}}, []string{"busy"})},
 		{Path: "./x", Plan: f[1:]},
 		{Path: "./x"},
 	} {

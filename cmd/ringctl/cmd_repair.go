@@ -15,6 +15,7 @@ import (
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // repairReport is repair's JSON output.
@@ -50,9 +51,9 @@ type deadJSON struct {
 // repairDone is what one kind's Repair reported, in the rows repair
 // prints: each kind's repairRows builds it from the library's report.
 type repairDone struct {
-	dead         []transport.PeerStatus
-	counts       []repairCount       // the kind's actions, in the order printed
-	done         []transport.Finding // every action taken
+	dead         []check.Peer
+	counts       []repairCount   // the kind's actions, in the order printed
+	done         []check.Finding // every action taken
 	corrupt      int
 	corruptLabel string // "corrupt slots left alone"
 	note         string // a line after the counts, or ""
@@ -60,7 +61,7 @@ type repairDone struct {
 
 // repairCount is how many times a repair took one action.
 type repairCount struct {
-	action transport.Action
+	action check.Action
 	label  string // for people: "messages requeued at the tail"
 	n      int
 }
@@ -170,7 +171,7 @@ func memberPlan(wr heartbeat.WatchReport) []findingJSON {
 			Detail: fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
 				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(len(p.Leases), "lease", "leases"))}
 		if d.Action == heartbeat.ActionKeep {
-			f.Action = string(transport.ActionNone)
+			f.Action = string(check.ActionNone)
 			f.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s): kept, a lease is in ring %016x, which a watchdog given that ring reclaims",
 				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, d.Queue)
 		}
@@ -181,13 +182,13 @@ func memberPlan(wr heartbeat.WatchReport) []findingJSON {
 
 // labelled is one action a kind's repair takes and how repair names it.
 type labelled struct {
-	action transport.Action
+	action check.Action
 	label  string
 }
 
 // repairRows counts what a Repair did, action by action, in the order the
 // kind prints them.
-func repairRows(rr transport.RepairReport, corruptLabel string, actions []labelled) repairDone {
+func repairRows(rr check.RepairReport, corruptLabel string, actions []labelled) repairDone {
 	d := repairDone{dead: rr.DeadPeers, done: rr.Done, corrupt: rr.Corrupt, corruptLabel: corruptLabel}
 	for _, a := range actions {
 		d.counts = append(d.counts, repairCount{a.action, a.label, rr.Count(a.action)})

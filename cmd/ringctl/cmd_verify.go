@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // verifyReport is verify's JSON output: the file's Check.
@@ -30,15 +30,15 @@ func runVerify(c *cli.Context, path string) error {
 		return err
 	}
 	defer v.Close()
-	var check transport.CheckReport
+	var cr check.Report
 	if err := guard(path, func() error {
-		check = v.Check()
+		cr = v.Check()
 		return nil
 	}); err != nil {
 		return err
 	}
-	rep := verifyReport{Path: path, Clean: check.Clean(), Checked: verifyChecked{Slots: check.Units, Participants: check.Participants},
-		Problems: findingsJSON(check.Findings), checked: k.checked}
+	rep := verifyReport{Path: path, Clean: cr.Clean(), Checked: verifyChecked{Slots: cr.Units, Participants: cr.Participants},
+		Problems: findingsJSON(cr.Findings), checked: k.checked}
 	if err := output(c, rep); err != nil {
 		return err
 	}

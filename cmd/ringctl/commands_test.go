@@ -16,6 +16,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // newRing creates a ring with the binary and returns its path.
@@ -309,7 +310,7 @@ func TestTruncatedUnderMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = guard(path, func() error {
-		_, err := ringView{r}.inspect(path, true, transport.CheckReport{})
+		_, err := ringView{r}.inspect(path, true, check.Report{})
 		return err
 	})
 	if cliutil.Code(err) != cliutil.ExitUnusable || !strings.HasPrefix(err.Error(), path+": memory fault reading the mapping") {

@@ -5,12 +5,12 @@ import (
 	"io"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
-// findingJSON is one finding of a file's Check (transport.Finding), or one
+// findingJSON is one finding of a file's Check (check.Finding), or one
 // thing a repair did, as inspect, verify and repair print it. Kind is a
-// transport.Problem name and Action a transport.Action name (docs/cli.md
+// check.Problem name and Action a check.Action name (docs/cli.md
 // lists both); Location names the field as hexdump labels it.
 type findingJSON struct {
 	Kind     string  `json:"kind"`
@@ -27,7 +27,7 @@ type findingJSON struct {
 }
 
 // findingsJSON renders a library's findings, in its order.
-func findingsJSON(fs []transport.Finding) []findingJSON {
+func findingsJSON(fs []check.Finding) []findingJSON {
 	out := []findingJSON{}
 	for _, f := range fs {
 		fj := findingJSON{Kind: string(f.Problem), Location: f.Location, Offset: f.Offset, Owner: f.Owner,
@@ -53,7 +53,7 @@ func findingsJSON(fs []transport.Finding) []findingJSON {
 func actionable(fs []findingJSON) int {
 	n := 0
 	for _, f := range fs {
-		if f.Action != string(transport.ActionNone) {
+		if f.Action != string(check.ActionNone) {
 			n++
 		}
 	}
@@ -81,7 +81,7 @@ type checkJSON struct {
 	Findings []findingJSON `json:"findings"`
 }
 
-func newCheckJSON(rep transport.CheckReport) checkJSON {
+func newCheckJSON(rep check.Report) checkJSON {
 	fs := findingsJSON(rep.Findings)
 	return checkJSON{Problems: len(fs), Findings: fs}
 }

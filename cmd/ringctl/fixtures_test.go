@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/hashmap"
 )
 
 // The checked-in fixtures under testdata/ are small files built with the
@@ -115,7 +116,7 @@ func makeFixtures(t testing.TB) map[string][]byte {
 //	                  delta (a bucket left inserting)
 func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	path := filepath.Join(dir, "gen-map")
-	m, err := transport.CreateHashMap(path, transport.HashMapConfig{Capacity: 8, KeySize: 16, ValueSize: 16, Participants: 4})
+	m, err := hashmap.Create(path, hashmap.Config{Capacity: 8, KeySize: 16, ValueSize: 16, Participants: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The kinds ringctl handles. Every verb asks the file's kind once
@@ -59,11 +60,11 @@ type kind struct {
 type view interface {
 	// Check lists every problem with what a repair would do about it now.
 	// It reads the mapping: run it under guard.
-	Check() transport.CheckReport
+	Check() check.Report
 	Close() error
 	// inspect collects what inspect shows, check being the file's Check.
 	// It reads the mapping: run it under guard.
-	inspect(path string, withSlots bool, check transport.CheckReport) (report, error)
+	inspect(path string, withSlots bool, cr check.Report) (report, error)
 	// watch returns a function that samples one frame (under guard) and
 	// draws it; nil when watch does not take the kind.
 	watch(path string, interval time.Duration) func(tty bool) (string, error)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Deques (layout.KindDeque, transport.Deque) share the ring's slot words,
@@ -112,7 +113,7 @@ type dequeSlotJSON struct {
 
 // inspect reads everything inspect shows of a deque. It reads the
 // mapping: run it under guard.
-func (d dequeView) inspect(path string, withSlots bool, check transport.CheckReport) (report, error) {
+func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report, error) {
 	h := d.Header()
 	l, err := dequeLayout(path, h)
 	if err != nil {
@@ -124,14 +125,14 @@ func (d dequeView) inspect(path string, withSlots bool, check transport.CheckRep
 	rep := &dequeInspectReport{
 		slottedFile: fileInfo(path, h, d.ID(), slottedGeometry(&l)),
 		Top:         cs.Top, Bottom: cs.Bottom, Len: uint64(d.Len()),
-		Owner: ownerJSON(scan, check),
+		Owner: ownerJSON(scan, cr),
 		Counters: dequeCountersJSON{Pushed: cs.Pushed, OwnerPopped: cs.OwnerPopped, Stolen: cs.Stolen,
 			Claimed: cs.Claimed, Acked: cs.Acked, Returned: cs.Returned, Poisoned: cs.Poisoned,
 			Abandoned: cs.Abandoned, RolledBack: cs.RolledBack, FullHits: cs.FullHits, EmptyHits: cs.EmptyHits,
 			Repairs: cs.Repairs, Adopted: cs.Adopted, Pending: cs.Pending, Burned: cs.Burned, NextID: cs.Correlation},
 		States: dequeSlotCounts{Free: n[classFree], Ready: n[classReady], Writing: n[classWriting], Reading: n[classReading],
 			Leased: n[classLeased], Returned: n[classReturned], Orphaned: n[classOrphaned], Poisoned: n[classPoisoned], Corrupt: n[classCorrupt]},
-		checkJSON:    newCheckJSON(check),
+		checkJSON:    newCheckJSON(cr),
 		Participants: participantsJSON(scan.Peers),
 	}
 	if withSlots {
@@ -148,11 +149,11 @@ func (d dequeView) inspect(path string, withSlots bool, check transport.CheckRep
 // Scan's verdict; a finding of Check about the owner word gives the word
 // and, for an owner not proven dead itself (an entry freed since, a word
 // naming no entry), the reason.
-func ownerJSON(scan transport.DequeScanReport, check transport.CheckReport) *dequeOwnerJSON {
-	var f *transport.Finding
-	for i := range check.Findings {
-		if check.Findings[i].Location == "deque.owner" {
-			f = &check.Findings[i]
+func ownerJSON(scan transport.DequeScanReport, cr check.Report) *dequeOwnerJSON {
+	var f *check.Finding
+	for i := range cr.Findings {
+		if cr.Findings[i].Location == "deque.owner" {
+			f = &cr.Findings[i]
 		}
 	}
 	i := scan.Counters.Owner
@@ -278,15 +279,15 @@ func renderDequeWatch(path string, capacity uint64, interval time.Duration, prev
 }
 
 // dequeRepairRows is what a deque's Repair reported, as repair prints it.
-func dequeRepairRows(rr transport.RepairReport) repairDone {
+func dequeRepairRows(rr check.RepairReport) repairDone {
 	d := repairRows(rr, "corrupt slots left alone", []labelled{
-		{transport.ActionRelease, "half-written slots released"},
-		{transport.ActionReturn, "messages returned, to be taken again"},
-		{transport.ActionRollBack, "pops of the dead owner rolled back"},
-		{transport.ActionCountIn, "messages of the dead owner counted in"},
-		{transport.ActionFreeOwner, "owner role freed"},
+		{check.ActionRelease, "half-written slots released"},
+		{check.ActionReturn, "messages returned, to be taken again"},
+		{check.ActionRollBack, "pops of the dead owner rolled back"},
+		{check.ActionCountIn, "messages of the dead owner counted in"},
+		{check.ActionFreeOwner, "owner role freed"},
 	})
-	if rr.Count(transport.ActionFreeOwner) > 0 {
+	if rr.Count(check.ActionFreeOwner) > 0 {
 		d.note = "the deque has no owner now: nothing is pushed until a process calls Adopt (ringctl does not adopt; thieves and ringctl drain can still take its messages)"
 	}
 	return d

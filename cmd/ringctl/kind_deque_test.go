@@ -13,6 +13,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 func dequeInspectJSON(t *testing.T, path string) dequeInspectReport {
@@ -165,7 +166,7 @@ func TestDequePoisonAndShortHint(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	rep, r := repairJSON(t, short2, "--apply", "--no-backup")
-	if r.code != 0 || rep.ToRepair != 1 || rep.Plan[0].Action != string(transport.ActionRaiseHint) {
+	if r.code != 0 || rep.ToRepair != 1 || rep.Plan[0].Action != string(check.ActionRaiseHint) {
 		t.Fatalf("%+v", r)
 	}
 	if r := run(t, "", "verify", short2); r.code != 0 {

@@ -14,17 +14,18 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/hashmap"
 )
 
-// Hash maps (layout.KindHashMap, transport.HashMap): inspect, verify and
+// Hash maps (layout.KindHashMap, hashmap.Map): inspect, verify and
 // repair through the map's own Scan, Check and Repair; hexdump through the
 // field map (--slot I is bucket I). ringctl never writes entries, and
 // neither drains nor watches a map.
 var mapKind = &kind{
 	kind:  layout.KindHashMap,
-	open:  viewOf(transport.OpenHashMapReadOnly, func(m *transport.HashMap, c *cli.Context) view { return mapView{m, c} }),
-	apply: repairWith(transport.OpenHashMap, (*transport.HashMap).Repair, mapRepairRows),
+	open:  viewOf(hashmap.OpenReadOnly, func(m *hashmap.Map, c *cli.Context) view { return mapView{m, c} }),
+	apply: repairWith(hashmap.Open, (*hashmap.Map).Repair, mapRepairRows),
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		l, err := mapLayout(path, h)
 		if err != nil {
@@ -43,7 +44,7 @@ var mapKind = &kind{
 // bytes, for what it shows of each bucket and the handle does not expose
 // (keys, their lengths, value lengths): presentation, as hexdump's.
 type mapView struct {
-	*transport.HashMap
+	*hashmap.Map
 	c *cli.Context // for the options of that second mapping
 }
 
@@ -119,14 +120,14 @@ type homeLockJSON struct {
 	Problem   string `json:"problem"`
 }
 
-func mapProblemName(p transport.HashMapProblem) string {
+func mapProblemName(p hashmap.Problem) string {
 	return strings.ReplaceAll(p.String(), " ", "_")
 }
 
 // bucketInfo describes bucket i for people: Scan's report when it has
 // one, else the word as read; the key and value lengths and the key from
 // mem. It reads the mapping: run it under guard.
-func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *transport.HashMapBucketReport) bucketJSON {
+func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *hashmap.BucketReport) bucketJSON {
 	raw := load64(mem, base+l.BucketOff(i))
 	w := layout.UnpackHashMapWord(raw)
 	b := bucketJSON{Index: i, wordJSON: newWordJSON(w.State.String(), "ok", raw, int(w.Owner)-1, false, 0, false), Version: w.Version}
@@ -147,7 +148,7 @@ func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *
 // inspect reads everything inspect shows of a hash map: the counts from
 // Scan, the buckets' keys from a second, raw mapping. It reads the
 // mappings: run it under guard.
-func (m mapView) inspect(path string, withBuckets bool, check transport.CheckReport) (report, error) {
+func (m mapView) inspect(path string, withBuckets bool, cr check.Report) (report, error) {
 	h := m.Header()
 	l, err := mapLayout(path, h)
 	if err != nil {
@@ -167,18 +168,18 @@ func (m mapView) inspect(path string, withBuckets bool, check transport.CheckRep
 		Len: scan.States[layout.BucketFull], // a full bucket locked by a dead writer still holds its entry
 		Counters: mapCountersJSON{Live: cs.Live, Inserts: cs.Inserts, Updates: cs.Updates, Deletes: cs.Deletes, FullHits: cs.FullHits,
 			RolledBack: cs.RolledBack, HomeTakeovers: cs.HomeTakeovers, Repairs: cs.Repairs},
-		checkJSON: newCheckJSON(check), Locked: []bucketJSON{}, HomeLocks: []homeLockJSON{},
+		checkJSON: newCheckJSON(cr), Locked: []bucketJSON{}, HomeLocks: []homeLockJSON{},
 		Participants: participantsJSON(scan.Peers),
 	}
 	states := scan.States
-	reports := map[uint64]*transport.HashMapBucketReport{}
+	reports := map[uint64]*hashmap.BucketReport{}
 	for i := range scan.Buckets {
 		br := &scan.Buckets[i]
 		reports[br.Index] = br
 		rep.Locked = append(rep.Locked, bucketInfo(&l, base, mem, br.Index, br))
 		switch br.Problem {
-		case transport.HashMapOK:
-		case transport.HashMapCorrupt:
+		case hashmap.OK:
+		case hashmap.Corrupt:
 			rep.States.Corrupt++
 		default: // a dead writer's: out of its state's class
 			rep.States.Orphaned++
@@ -262,10 +263,10 @@ func (rep *mapInspectReport) write(w io.Writer) error {
 }
 
 // mapRepairRows is what a map's Repair reported, as repair prints it.
-func mapRepairRows(rr transport.RepairReport) repairDone {
+func mapRepairRows(rr check.RepairReport) repairDone {
 	return repairRows(rr, "corrupt buckets left alone", []labelled{
-		{transport.ActionTombstone, "half-done inserts made tombstones"},
-		{transport.ActionUnlock, "half-done updates and deletes undone"},
-		{transport.ActionReleaseHome, "home locks released"},
+		{check.ActionTombstone, "half-done inserts made tombstones"},
+		{check.ActionUnlock, "half-done updates and deletes undone"},
+		{check.ActionReleaseHome, "home locks released"},
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/hashmap"
 )
 
 // TestMapRepairApply: repair --apply rolls back what the dead writer left
@@ -28,7 +28,7 @@ func TestMapRepairApply(t *testing.T) {
 	if r := run(t, "", "verify", path); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
-	m, err := transport.OpenHashMapReadOnly(path)
+	m, err := hashmap.OpenReadOnly(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestMapRepairApply(t *testing.T) {
 // participant; verify and repair find nothing to do.
 func TestMapLiveWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "map")
-	m, err := transport.CreateHashMap(path, transport.HashMapConfig{Capacity: 16, KeySize: 8, ValueSize: 8})
+	m, err := hashmap.Create(path, hashmap.Config{Capacity: 16, KeySize: 8, ValueSize: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

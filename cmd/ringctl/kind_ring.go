@@ -12,6 +12,7 @@ import (
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Rings (layout.KindRing, transport.Ring): every verb.
@@ -89,7 +90,7 @@ func newSlotCounts(n map[string]uint64) slotCounts {
 
 // inspect reads everything inspect shows of a ring. It reads the mapping:
 // run it under guard.
-func (r ringView) inspect(path string, withSlots bool, check transport.CheckReport) (report, error) {
+func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report, error) {
 	h := r.Header()
 	l, err := ringLayout(path, h)
 	if err != nil {
@@ -104,7 +105,7 @@ func (r ringView) inspect(path string, withSlots bool, check transport.CheckRepo
 			Requeued: cs.Requeued, Poisoned: cs.Poisoned, Abandoned: cs.Abandoned, Burned: cs.Burned,
 			FullHits: cs.FullHits, EmptyHits: cs.EmptyHits, Repairs: cs.Repairs, Deferred: cs.Deferred, NextID: cs.NextID},
 		States:       newSlotCounts(countSlots(scan.Slots, l.Capacity)),
-		checkJSON:    newCheckJSON(check),
+		checkJSON:    newCheckJSON(cr),
 		Participants: participantsJSON(scan.Peers),
 	}
 	if withSlots {
@@ -183,7 +184,7 @@ func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
 		return nil, err
 	}
 	defer r.Close()
-	var rr transport.RepairReport
+	var rr check.RepairReport
 	var reclaimed []deadJSON
 	var notDone []string
 	repaired := false
@@ -219,11 +220,11 @@ func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
 }
 
 // ringRepairRows is what a ring's Repair reported, as repair prints it.
-func ringRepairRows(rr transport.RepairReport) repairDone {
+func ringRepairRows(rr check.RepairReport) repairDone {
 	return repairRows(rr, "corrupt slots left alone", []labelled{
-		{transport.ActionRelease, "half-written slots released"},
-		{transport.ActionRequeue, "messages requeued at the tail"},
-		{transport.ActionRequeueInPlace, "messages requeued in place"},
-		{transport.ActionDefer, "messages deferred (no room yet)"},
+		{check.ActionRelease, "half-written slots released"},
+		{check.ActionRequeue, "messages requeued at the tail"},
+		{check.ActionRequeueInPlace, "messages requeued in place"},
+		{check.ActionDefer, "messages deferred (no room yet)"},
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // What inspect shows of every kind (the file, its participants) and of
@@ -97,7 +98,7 @@ type participantJSON struct {
 }
 
 // participantsJSON lists the entries of a participant table that are not free.
-func participantsJSON(peers []transport.PeerStatus) []participantJSON {
+func participantsJSON(peers []check.Peer) []participantJSON {
 	out := []participantJSON{}
 	for _, p := range peers {
 		if p.State == "free" {

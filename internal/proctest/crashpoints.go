@@ -144,21 +144,25 @@ func CheckCrashPointCalls(t *testing.T, dir string) {
 // RunCoveringCrashPoints runs the package's tests (m.Run) and then, on a
 // full run (no -run, -skip, -list or -fuzz; not -short; not a child) that
 // passed, fails unless some test killed a child at every crash point
-// declared in dir's crashpoints.go. Call it from TestMain.
-func RunCoveringCrashPoints(m *testing.M, dir string) int {
+// declared in the crashpoints.go of each of dirs (the package's own, ".",
+// and those of internal packages whose points only this package's tests
+// reach). Call it from TestMain.
+func RunCoveringCrashPoints(m *testing.M, dirs ...string) int {
 	code := m.Run()
 	if _, child := Role(); code != 0 || child || !fullRun() {
 		return code
 	}
-	declared, err := DeclaredCrashPoints(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "proctest:", err)
-		return 1
-	}
 	var missing []string
-	for _, v := range declared {
-		if !KilledAt(v) {
-			missing = append(missing, v)
+	for _, dir := range dirs {
+		declared, err := DeclaredCrashPoints(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "proctest:", err)
+			return 1
+		}
+		for _, v := range declared {
+			if !KilledAt(v) {
+				missing = append(missing, v)
+			}
 		}
 	}
 	if len(missing) > 0 {

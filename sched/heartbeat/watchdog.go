@@ -7,7 +7,7 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
-	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // ExitUnknown is published when a slot was reused between two scans, so
@@ -36,7 +36,7 @@ type WatchdogConfig struct {
 type Repairable interface {
 	ID() uint64
 	Path() string
-	Repair() (transport.RepairReport, error)
+	Repair() (check.RepairReport, error)
 }
 
 // Watchdog finds dead and stale participants of a heartbeat table and
@@ -88,7 +88,7 @@ type WatchReport struct {
 type QueueRepair struct {
 	Path   string
 	ID     uint64
-	Report transport.RepairReport
+	Report check.RepairReport
 	Err    string
 }
 

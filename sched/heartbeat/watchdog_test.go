@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // holderSetup: a child registers, claims the only message in the submit
@@ -196,7 +197,7 @@ func TestWatchdogRepairsRingWithoutDeadMember(t *testing.T) {
 	h.ctl(0).Store(0)
 	r := openRing(t, f.ring)
 	rep := NewWatchdog(h, WatchdogConfig{Queues: []Repairable{r}}).Scan(true)
-	if rep.Dead != 0 || len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Report.Count(transport.ActionRequeue) != 1 {
+	if rep.Dead != 0 || len(rep.QueueRepairs) != 1 || rep.QueueRepairs[0].Report.Count(check.ActionRequeue) != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 	buf := make([]byte, 64)
@@ -211,8 +212,8 @@ type failingQueue struct{ id uint64 }
 
 func (q failingQueue) ID() uint64   { return q.id }
 func (q failingQueue) Path() string { return "failing" }
-func (q failingQueue) Repair() (transport.RepairReport, error) {
-	return transport.RepairReport{}, transport.ErrRepairBusy
+func (q failingQueue) Repair() (check.RepairReport, error) {
+	return check.RepairReport{}, transport.ErrRepairBusy
 }
 
 // TestWatchdogKeepsSlotWhenRepairFails: the dead holder's queue was given

@@ -1,17 +1,12 @@
-package transport
+package check
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
 )
-
-// One vocabulary for every kind's judgement. Check reads a file and lists
-// every problem it finds, each with what a repair would do about it now;
-// PlanRepair is that list cut to the findings a repair acts on; Repair runs
-// the same classification under the repair lock and reports what it did as
-// findings too. Tools render these values and decide nothing themselves.
 
 // Problem names a kind of finding. The names are stable (tools print them
 // and emit them in JSON; docs/cli.md lists them).
@@ -103,8 +98,8 @@ type Finding struct {
 	Detail string // one or two sentences for people, with the numbers
 }
 
-// CheckReport is what a Check found. It is a value: tools print it.
-type CheckReport struct {
+// Report is what a Check found. It is a value: tools print it.
+type Report struct {
 	Path         string
 	Kind         layout.Kind
 	Units        uint64 // slots or buckets checked
@@ -113,11 +108,11 @@ type CheckReport struct {
 }
 
 // Clean reports whether the check found nothing.
-func (r CheckReport) Clean() bool { return len(r.Findings) == 0 }
+func (r Report) Clean() bool { return len(r.Findings) == 0 }
 
 // Plan is the findings a repair acts on (Action other than ActionNone), in
 // order: what PlanRepair returns.
-func (r CheckReport) Plan() []Finding {
+func (r Report) Plan() []Finding {
 	out := []Finding{}
 	for _, f := range r.Findings {
 		if f.Action != ActionNone {
@@ -131,7 +126,7 @@ func (r CheckReport) Plan() []Finding {
 // one finding per action taken (Action says which), in the order taken.
 type RepairReport struct {
 	Path      string
-	DeadPeers []PeerStatus
+	DeadPeers []Peer
 	Done      []Finding // every action taken (ActionNone never); for rings ActionDefer rows are the final pass's deferrals
 	Corrupt   int       // words left alone because no operation writes them
 }
@@ -161,29 +156,35 @@ func (r RepairReport) Changed() bool {
 	return false
 }
 
-// findings accumulates a Check's findings.
-type findings struct{ list []Finding }
-
-// add records a finding about the field loc at offset off.
-func (fs *findings) add(f Finding) { fs.list = append(fs.list, f) }
-
-// addf records a finding with no owner and a formatted detail.
-func (fs *findings) addf(p Problem, loc string, off uint64, act Action, format string, args ...any) {
-	fs.add(Finding{Problem: p, Location: loc, Offset: off, Owner: -1, Action: act, Detail: fmt.Sprintf(format, args...)})
+// Peer says what a file knows of one participant entry: who it records
+// and the judgement of that process (Dead is a proof: pid gone, zombie,
+// pid reused, or another boot; never a timeout).
+type Peer struct {
+	Index    int
+	State    string // free, claiming, active, dead
+	ID       shm.ProcessID
+	Attached time.Time
+	Proc     shm.ProcState // liveness of ID, for claiming/active/dead entries
+	Dead     bool          // proven dead: what it owns may be repaired
+	Reason   string        // why it is judged dead or alive
+	Self     bool          // this handle
 }
 
-// checkReserved reports the header bytes a format x.0 leaves reserved (a
+// ReservedHeader reports the header bytes a format x.0 leaves reserved (a
 // later minor version may use them) that are not zero. hdr is the file's
-// first layout.HeaderSize bytes.
-func checkReserved(fs *findings, h layout.Header, hdr []byte) {
+// first layout.HeaderSize bytes, h its decoded header.
+func ReservedHeader(h layout.Header, hdr []byte) []Finding {
 	if h.Minor != 0 {
-		return
+		return nil
 	}
+	var out []Finding
 	for _, f := range layout.HeaderFields() {
 		if len(f.Name) > 8 && f.Name[:8] == "reserved" && !allZero(hdr[f.Offset:f.Offset+f.Size]) {
-			fs.addf(ProblemReservedNonzero, "header."+f.Name, f.Offset, ActionNone, "reserved bytes %d-%d are not zero", f.Offset, f.Offset+f.Size-1)
+			out = append(out, Finding{Problem: ProblemReservedNonzero, Location: "header." + f.Name, Offset: f.Offset, Owner: -1, Action: ActionNone,
+				Detail: fmt.Sprintf("reserved bytes %d-%d are not zero", f.Offset, f.Offset+f.Size-1)})
 		}
 	}
+	return out
 }
 
 func allZero(b []byte) bool {
@@ -193,75 +194,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// checkPeers reports the participant entries and the repair lock: entries
-// whose words no operation writes, entries proven dead (or marked dead by a
-// repair that has not finished), and a repair lock held by a dead or
-// vanished holder or corrupt. base is the file offset of the kind's area
-// (the header size), lockOff the lock word's offset in that area and
-// lockLoc its name ("ring.repair_lock"). held(i) is how many things of
-// entry i the findings before this list as orphaned (what a repair
-// recovers before it frees the entry), and markedDead says why the kind
-// can leave an entry marked dead.
-func (t *peerTable) checkPeers(fs *findings, base uint64, peers []PeerStatus, lockLoc string, lockOff uint64, held func(i int) int, markedDead string) {
-	for _, p := range peers {
-		off := base + t.off + uint64(p.Index)*layout.PeerEntrySize
-		loc := fmt.Sprintf("participant[%d].ctl", p.Index)
-		raw := t.entry(uint64(p.Index)).ctl.Load()
-		ctl := layout.UnpackPeer(raw)
-		f := Finding{Location: loc, Offset: off, Raw: raw, Owner: p.Index, OwnerID: p.ID, Verdict: p.Reason, Dead: p.Dead, Action: ActionNone}
-		switch {
-		case ctl.State > layout.PeerDead:
-			f.Problem, f.Detail = ProblemBadParticipant, fmt.Sprintf("entry state %d does not exist: left alone", ctl.State)
-		case ctl.State == layout.PeerFree && ctl.PID != 0:
-			f.Problem, f.Detail = ProblemBadParticipant, fmt.Sprintf("free entry with pid %d: left alone", ctl.PID)
-		case ctl.State == layout.PeerFree:
-			continue
-		case ctl.State == layout.PeerDead || p.Dead:
-			f.Problem, f.Action = ProblemDeadParticipant, ActionFreeEntry
-			if ctl.State == layout.PeerDead {
-				f.Detail = fmt.Sprintf("pid %d %s: a repair finishes it", ctl.PID, markedDead)
-			} else {
-				f.Detail = fmt.Sprintf("%s entry of %s, proven dead (%s): a repair marks it dead", p.State, p.ID, p.Reason)
-			}
-			switch n := held(p.Index); n {
-			case 0:
-				f.Detail += " and frees it: it holds nothing"
-			case 1:
-				f.Detail += " and frees it once the one thing it held (listed above) is recovered"
-			default:
-				f.Detail += fmt.Sprintf(" and frees it once the %d things it held (listed above) are recovered", n)
-			}
-		default:
-			continue
-		}
-		fs.add(f)
-	}
-	raw := t.lock.Load()
-	if raw == 0 {
-		return
-	}
-	f := Finding{Problem: ProblemRepairLock, Location: lockLoc, Offset: base + lockOff, Raw: raw, Owner: -1, Action: ActionTakeOverLock}
-	if err := layout.ValidateRole(raw, t.n); err != nil {
-		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: the next repair takes it over", raw, t.n)
-		fs.add(f)
-		return
-	}
-	r := layout.UnpackRole(raw)
-	p := peers[r.Index()]
-	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
-	ctl := layout.UnpackPeer(t.entry(uint64(r.Index())).ctl.Load())
-	switch {
-	case p.Dead:
-		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): the next repair takes it over and finishes its work", r.Index(), p.ID, p.Reason)
-	case ctl.Gen != r.Gen || ctl.State == layout.PeerFree:
-		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed since: the next repair takes it over", r.Index(), r.Gen)
-	case ctl.State != layout.PeerActive && ctl.State != layout.PeerClaiming:
-		// As holderAlive judges: only an active or claiming entry holds.
-		f.Detail = fmt.Sprintf("held by participant %d, whose entry is in state %d (no live holder): the next repair takes it over", r.Index(), ctl.State)
-	default:
-		return // a live repairer at work
-	}
-	fs.add(f)
 }

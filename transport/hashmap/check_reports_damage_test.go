@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"encoding/binary"
@@ -7,29 +7,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // Invariant: Check reports every kind of damage a hash map can carry, each
-// at the field layout names (Location, file Offset) with the right Problem,
-// owner and the Action a repair takes now, on attached and read-only
+// at the field layout names (Location, file Offset) with the right check.Problem,
+// owner and the check.Action a repair takes now, on attached and read-only
 // handles alike. The damaged maps are made by real processes killed at
 // crash points (hashmap_crash_test.go's helpers) or by writing words into
 // the file. The oracle for the crash cases is the raw words themselves,
 // read here without the classification under test.
 
-// hmFinding is the part of a Finding these tests pin.
+// hmFinding is the part of a check.Finding these tests pin.
 type hmFinding struct {
-	Problem  Problem
+	Problem  check.Problem
 	Location string
 	Offset   uint64
-	Action   Action
+	Action   check.Action
 	Owner    int
 }
 
-func hmPin(fs []Finding) []hmFinding {
+func hmPin(fs []check.Finding) []hmFinding {
 	out := []hmFinding{}
 	for _, f := range fs {
 		out = append(out, hmFinding{f.Problem, f.Location, f.Offset, f.Action, f.Owner})
@@ -47,35 +48,35 @@ var hmSortFindings = cmpopts.SortSlices(func(a, b hmFinding) bool {
 // hmCase is one damaged map: damage makes it (m is the parent's attached
 // handle, participant 0) and returns what Check must report, and the
 // locations of the findings a repair leaves alone, which a Check after
-// Repair must still report (with ActionNone).
+// Repair must still report (with check.ActionNone).
 type hmCase struct {
 	name   string
-	damage func(t *testing.T, m *HashMap) (want []hmFinding, leftAlone []string)
+	damage func(t *testing.T, m *Map) (want []hmFinding, leftAlone []string)
 }
 
-func hmBase(m *HashMap) uint64 { return uint64(m.Header().HeaderSize) }
+func hmBase(m *Map) uint64 { return uint64(m.Header().HeaderSize) }
 
-func hmBucketWant(m *HashMap, i uint64, p Problem, a Action, owner int) hmFinding {
+func hmBucketWant(m *Map, i uint64, p check.Problem, a check.Action, owner int) hmFinding {
 	return hmFinding{p, fmt.Sprintf("bucket[%d].ctl", i), hmBase(m) + m.lay.BucketOff(i), a, owner}
 }
 
-func hmHomeWant(m *HashMap, i uint64, p Problem, owner int) hmFinding {
-	return hmFinding{p, fmt.Sprintf("bucket[%d].home_lock", i), hmBase(m) + m.lay.BucketOff(i) + layout.HashMapBucketHomeLock, ActionReleaseHome, owner}
+func hmHomeWant(m *Map, i uint64, p check.Problem, owner int) hmFinding {
+	return hmFinding{p, fmt.Sprintf("bucket[%d].home_lock", i), hmBase(m) + m.lay.BucketOff(i) + layout.HashMapBucketHomeLock, check.ActionReleaseHome, owner}
 }
 
-func hmPeerWant(m *HashMap, i int, p Problem, a Action) hmFinding {
+func hmPeerWant(m *Map, i int, p check.Problem, a check.Action) hmFinding {
 	return hmFinding{p, fmt.Sprintf("participant[%d].ctl", i), hmBase(m) + m.lay.ParticipantOff(uint64(i)), a, i}
 }
 
-func hmLockWant(m *HashMap, owner int) hmFinding {
-	return hmFinding{ProblemRepairLock, "hashmap.repair_lock", hmBase(m) + layout.HashMapOffRepairLock, ActionTakeOverLock, owner}
+func hmLockWant(m *Map, owner int) hmFinding {
+	return hmFinding{check.ProblemRepairLock, "hashmap.repair_lock", hmBase(m) + layout.HashMapOffRepairLock, check.ActionTakeOverLock, owner}
 }
 
 // hmDeadWriterWants reads every bucket and home lock word and returns what
 // Check must report when each owner or holder named is dead: locked and
 // inserting buckets rolled back, home locks released. It fails the test
 // unless it finds exactly buckets such buckets and homes home locks.
-func hmDeadWriterWants(t *testing.T, m *HashMap, buckets, homes int) []hmFinding {
+func hmDeadWriterWants(t *testing.T, m *Map, buckets, homes int) []hmFinding {
 	t.Helper()
 	var want []hmFinding
 	nb, nh := 0, 0
@@ -83,14 +84,14 @@ func hmDeadWriterWants(t *testing.T, m *HashMap, buckets, homes int) []hmFinding
 		if w := layout.UnpackHashMapWord(m.ctl(i).Load()); w.Owner != 0 {
 			nb++
 			if w.State == layout.BucketInserting {
-				want = append(want, hmBucketWant(m, i, ProblemOrphanedInsert, ActionTombstone, int(w.Owner)-1))
+				want = append(want, hmBucketWant(m, i, check.ProblemOrphanedInsert, check.ActionTombstone, int(w.Owner)-1))
 			} else {
-				want = append(want, hmBucketWant(m, i, ProblemOrphanedLock, ActionUnlock, int(w.Owner)-1))
+				want = append(want, hmBucketWant(m, i, check.ProblemOrphanedLock, check.ActionUnlock, int(w.Owner)-1))
 			}
 		}
 		if v := m.home(i).Load(); v != 0 {
 			nh++
-			want = append(want, hmHomeWant(m, i, ProblemOrphanedHome, layout.UnpackRole(v&layout.HashMapHomeHolderMask).Index()))
+			want = append(want, hmHomeWant(m, i, check.ProblemOrphanedHome, layout.UnpackRole(v&layout.HashMapHomeHolderMask).Index()))
 		}
 	}
 	if nb != buckets || nh != homes {
@@ -102,17 +103,17 @@ func hmDeadWriterWants(t *testing.T, m *HashMap, buckets, homes int) []hmFinding
 // hmDeadWriter kills a script child at point (the first time) and returns
 // Check's findings for what it left: its buckets, its home lock, and its
 // entry (participant 1).
-func hmDeadWriter(point string, buckets int) func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
-	return func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
+func hmDeadWriter(point string, buckets int) func(t *testing.T, m *Map) ([]hmFinding, []string) {
+	return func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		hmPreload(t, m)
 		hmRunCrashChild(t, m.Path(), "script", point, 1)
 		want := hmDeadWriterWants(t, m, buckets, 1)
-		return append(want, hmPeerWant(m, 1, ProblemDeadParticipant, ActionFreeEntry)), nil
+		return append(want, hmPeerWant(m, 1, check.ProblemDeadParticipant, check.ActionFreeEntry)), nil
 	}
 }
 
 // hmEmptyBucket returns an empty bucket, not one of skip.
-func hmEmptyBucket(t *testing.T, m *HashMap, skip ...uint64) uint64 {
+func hmEmptyBucket(t *testing.T, m *Map, skip ...uint64) uint64 {
 	t.Helper()
 next:
 	for i := uint64(0); i < m.lay.Capacity; i++ {
@@ -136,21 +137,21 @@ var hmDamageCases = []hmCase{
 	{"dead deleter", hmDeadWriter(crashHashmapDeleteAfterLock, 1)},
 	{"dead writer holding only its home lock", hmDeadWriter(crashHashmapPutAfterHomeLock, 0)},
 	{"dead writer after its insert published", hmDeadWriter(crashHashmapInsertAfterPublish, 0)},
-	{"dead repairer", func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
+	{"dead repairer", func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		// A writer dies mid-update (participant 1), then a repairer
 		// (participant 2) dies holding the repair lock, having marked
 		// the writer dead and rolled back nothing.
 		hmPreload(t, m)
 		hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1)
 		hmRunCrashChild(t, m.Path(), "repair", crashHashmapRepairAfterMark, 1)
-		if c := layout.UnpackPeer(m.entry(1).ctl.Load()); c.State != layout.PeerDead {
+		if c := layout.UnpackPeer(m.tab.Entry(1).Ctl.Load()); c.State != layout.PeerDead {
 			t.Fatalf("the dead repairer did not mark the writer dead: %+v", c)
 		}
 		want := hmDeadWriterWants(t, m, 1, 1)
-		return append(want, hmPeerWant(m, 1, ProblemDeadParticipant, ActionFreeEntry), hmPeerWant(m, 2, ProblemDeadParticipant, ActionFreeEntry),
+		return append(want, hmPeerWant(m, 1, check.ProblemDeadParticipant, check.ActionFreeEntry), hmPeerWant(m, 2, check.ProblemDeadParticipant, check.ActionFreeEntry),
 			hmLockWant(m, 2)), nil
 	}},
-	{"dead updater, lengths corrupt", func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
+	{"dead updater, lengths corrupt", func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		// A repair unlocks a dead writer's bucket whatever its lengths
 		// say; the lengths stay corrupt.
 		hmPreload(t, m)
@@ -164,13 +165,13 @@ var hmDamageCases = []hmCase{
 		}
 		m.keyLen(locked).Store(uint32(m.lay.KeySize) + 1)
 		for j := range want {
-			if want[j].Problem == ProblemOrphanedLock {
-				want[j].Problem = ProblemCorruptBucket
+			if want[j].Problem == check.ProblemOrphanedLock {
+				want[j].Problem = check.ProblemCorruptBucket
 			}
 		}
-		return append(want, hmPeerWant(m, 1, ProblemDeadParticipant, ActionFreeEntry)), []string{fmt.Sprintf("bucket[%d].ctl", locked)}
+		return append(want, hmPeerWant(m, 1, check.ProblemDeadParticipant, check.ActionFreeEntry)), []string{fmt.Sprintf("bucket[%d].ctl", locked)}
 	}},
-	{"words no operation writes", func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
+	{"words no operation writes", func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		hmPreload(t, m)
 		mem := m.reg.Bytes()
 		base := hmBase(m)
@@ -187,35 +188,35 @@ var hmDamageCases = []hmCase{
 		h3 := hmEmptyBucket(t, m, bad, h1, h2)
 		m.home(h1).Store(0xffff)
 		m.home(h2).Store(3 << layout.HashMapHomeSeqShift)
-		m.home(h3).Store(lockValue(4, 0)) // entry 3: free, generation 0
+		m.home(h3).Store(peers.LockValue(4, 0)) // entry 3: free, generation 0
 		// A participant entry in a state that does not exist, and a
 		// free entry with a pid.
-		m.entry(2).ctl.Store(layout.PeerCtl{State: 7, PID: 1}.Pack())
-		m.entry(3).ctl.Store(layout.PeerCtl{State: layout.PeerFree, PID: 99}.Pack())
+		m.tab.Entry(2).Ctl.Store(layout.PeerCtl{State: 7, PID: 1}.Pack())
+		m.tab.Entry(3).Ctl.Store(layout.PeerCtl{State: layout.PeerFree, PID: 99}.Pack())
 		// A repair lock with bits no role word has.
-		m.lock.Store(1<<50 | 1)
+		m.tab.RepairLock().Store(1<<50 | 1)
 		want := []hmFinding{
-			{ProblemReservedNonzero, "header.reserved3", layout.OffGeneration + 8, ActionNone, -1},
-			{ProblemReservedNonzero, "hashmap.reserved", base + layout.HashMapOffRepairLock + 8, ActionNone, -1},
-			hmBucketWant(m, bad, ProblemCorruptBucket, ActionNone, -1),
-			hmHomeWant(m, h1, ProblemBadHomeLock, -1),
-			hmHomeWant(m, h2, ProblemBadHomeLock, -1),
-			hmHomeWant(m, h3, ProblemOrphanedHome, 3),
-			hmPeerWant(m, 2, ProblemBadParticipant, ActionNone),
-			hmPeerWant(m, 3, ProblemBadParticipant, ActionNone),
+			{check.ProblemReservedNonzero, "header.reserved3", layout.OffGeneration + 8, check.ActionNone, -1},
+			{check.ProblemReservedNonzero, "hashmap.reserved", base + layout.HashMapOffRepairLock + 8, check.ActionNone, -1},
+			hmBucketWant(m, bad, check.ProblemCorruptBucket, check.ActionNone, -1),
+			hmHomeWant(m, h1, check.ProblemBadHomeLock, -1),
+			hmHomeWant(m, h2, check.ProblemBadHomeLock, -1),
+			hmHomeWant(m, h3, check.ProblemOrphanedHome, 3),
+			hmPeerWant(m, 2, check.ProblemBadParticipant, check.ActionNone),
+			hmPeerWant(m, 3, check.ProblemBadParticipant, check.ActionNone),
 			hmLockWant(m, -1),
 		}
 		return want, []string{"header.reserved3", "hashmap.reserved", fmt.Sprintf("bucket[%d].ctl", bad), "participant[2].ctl", "participant[3].ctl"}
 	}},
-	{"bucket of an entry being claimed", func(t *testing.T, m *HashMap) ([]hmFinding, []string) {
+	{"bucket of an entry being claimed", func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		// Entry 2 is being claimed by a live process (this one, stopped
 		// in its attach); a bucket stamped with it is an earlier owner's,
 		// which the claimer rolls back: a repair leaves it.
 		hmPreload(t, m)
-		m.entry(2).ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, PID: uint32(shm.Self().PID)}.Pack())
+		m.tab.Entry(2).Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, PID: uint32(shm.Self().PID)}.Pack())
 		i := hmEmptyBucket(t, m)
 		m.ctl(i).Store(layout.HashMapWord{State: layout.BucketInserting, Owner: 3, Version: 1}.Pack())
-		return []hmFinding{hmBucketWant(m, i, ProblemOrphanedInsert, ActionNone, 2)}, []string{fmt.Sprintf("bucket[%d].ctl", i)}
+		return []hmFinding{hmBucketWant(m, i, check.ProblemOrphanedInsert, check.ActionNone, 2)}, []string{fmt.Sprintf("bucket[%d].ctl", i)}
 	}},
 }
 
@@ -239,7 +240,7 @@ func TestHashMapCheckReportsDamage(t *testing.T) {
 					t.Errorf("%s: dead owner without an identity: %+v", f.Location, f)
 				}
 			}
-			ro, err := OpenHashMapReadOnly(m.Path())
+			ro, err := OpenReadOnly(m.Path())
 			if err != nil {
 				t.Fatal(err)
 			}

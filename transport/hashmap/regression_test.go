@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"encoding/binary"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // hmRegDeadPID returns the pid of a process that has exited and been
@@ -26,7 +28,7 @@ func hmRegDeadPID(t *testing.T) uint32 {
 }
 
 // hmRegKeyHomed returns a key of at most 8 bytes whose home bucket is home.
-func hmRegKeyHomed(m *HashMap, home uint64, prefix string) []byte {
+func hmRegKeyHomed(m *Map, home uint64, prefix string) []byte {
 	for i := 0; ; i++ {
 		k := []byte(fmt.Sprintf("%s%d", prefix, i))
 		if layout.HashMapHash(k)&m.mask == home {
@@ -39,12 +41,12 @@ func hmRegKeyHomed(m *HashMap, home uint64, prefix string) []byte {
 // (review bug 2): many live writers of one key, none stopped, each Put
 // taking microseconds. lockHome measured its 1 s limit from the start of
 // the wait, not per holder, and goroutines of one handle stored one lock
-// value, so a waiter that kept losing the race gave ErrDeadlineOrClose
+// value, so a waiter that kept losing the race gave transport.ErrDeadlineOrClose
 // although the lock changed hands all the time. Now the limit counts from
 // the last time the word was seen free or changed, and every acquisition
 // stores a new word (an acquisition count in bits 40-63).
 func TestHashMapRegressionHomeLockStarvation(t *testing.T) {
-	m := newHashMap(t, HashMapConfig{Capacity: 16, KeySize: 16, ValueSize: 65536, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 16, KeySize: 16, ValueSize: 65536, Participants: 8})
 	const workers = 64
 	dur := 4 * time.Second
 	var (
@@ -63,7 +65,7 @@ func TestHashMapRegressionHomeLockStarvation(t *testing.T) {
 			for !stop.Load() && time.Now().Before(deadline) {
 				_, err := m.Put([]byte("hot"), val)
 				if err != nil {
-					if errors.Is(err, ErrDeadlineOrClose) {
+					if errors.Is(err, transport.ErrDeadlineOrClose) {
 						fails.Add(1)
 						first.CompareAndSwap(nil, err.Error())
 						continue
@@ -78,7 +80,7 @@ func TestHashMapRegressionHomeLockStarvation(t *testing.T) {
 	}
 	wg.Wait()
 	if n := fails.Load(); n > 0 {
-		t.Fatalf("%d Puts failed with ErrDeadlineOrClose while %d Puts succeeded (no writer was stopped): %v", n, ops.Load(), first.Load())
+		t.Fatalf("%d Puts failed with transport.ErrDeadlineOrClose while %d Puts succeeded (no writer was stopped): %v", n, ops.Load(), first.Load())
 	}
 	t.Logf("%d puts", ops.Load())
 }
@@ -97,20 +99,20 @@ func TestHashMapRegressionHomeLockStarvation(t *testing.T) {
 // publishes are CASes from the word the writer stored.
 func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 	const capacity, last = 2048, 2047
-	m := newHashMap(t, HashMapConfig{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: layout.HashMapMaxParticipants})
+	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: layout.HashMapMaxParticipants})
 	self := shm.Self()
 	dead := hmRegDeadPID(t)
 	// Entry 0: m. Entry 1 (stamp 2): a dead process D. Entries 2..: live
 	// (this process), so that the table is full and judging them is slow.
 	for i := uint64(1); i < m.lay.Participants; i++ {
-		e := m.entry(i)
+		e := m.tab.Entry(i)
 		pid, start := uint32(self.PID), self.Start
 		if i == 1 {
 			pid, start = dead, 12345
 		}
-		e.start.Store(start)
-		e.boot.Store(m.boot)
-		e.ctl.Store(layout.PeerCtl{State: layout.PeerActive, PID: pid}.Pack())
+		e.Start.Store(start)
+		e.Boot.Store(m.tab.Boot())
+		e.Ctl.Store(layout.PeerCtl{State: layout.PeerActive, PID: pid}.Pack())
 	}
 	// Every bucket used: bucket 0 and the last are D's unfinished inserts,
 	// buckets 1..1021 live participants' inserts in progress (stamps
@@ -143,7 +145,7 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 	}
 	// Process C attaches: the table is full, D's entry is taken over, D's
 	// leftovers reclaimed. Then C starts an insert into the last bucket
-	// (the claim step of HashMap.insert, with C's stamp).
+	// (the claim step of Map.insert, with C's stamp).
 	c := openHashMap(t, m.Path())
 	if c.Participant() != 1 {
 		t.Fatalf("C got entry %d, want D's entry 1", c.Participant())
@@ -154,7 +156,7 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 		t.Fatalf("last bucket %+v after C's reclaim", w)
 	}
 	claim := w.Next()
-	claim.State, claim.Owner = layout.BucketInserting, c.self
+	claim.State, claim.Owner = layout.BucketInserting, c.tab.Self
 	if !c.ctl(last).CompareAndSwap(raw, claim.Pack()) {
 		t.Fatal("C's claim failed")
 	}
@@ -170,7 +172,7 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 	now := c.ctl(last).Load()
 	if now != claim.Pack() {
 		// C is alive and still inside its insert: finish it exactly as
-		// HashMap.insert does, then look at the writer's key.
+		// Map.insert does, then look at the writer's key.
 		ckey := []byte("C")
 		c.keyLen(last).Store(uint32(len(ckey)))
 		copy(c.keyBytes(last, uint32(len(ckey))), ckey)
@@ -190,18 +192,18 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 // TestHashMapRegressionHomeLockNamingFreeEntry pins review bug 3: a home
 // lock word naming a free table entry (at the entry's current generation)
 // names no possible holder: nobody attached there holds anything.
-// peerTable.holderAlive treated a free entry as alive (status never judges
+// peers.Table.HolderAlive treated a free entry as alive (status never judges
 // free entries dead), so writers waited hmHomeWaitMax and failed, Repair
 // left it, and Scan reported it held by a live participant. Now only an
 // active entry at the word's generation, not proven dead, holds a lock.
 func TestHashMapRegressionHomeLockNamingFreeEntry(t *testing.T) {
 	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
 	hmHomeWaitMax = 30 * time.Millisecond
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
 	key := []byte("k")
 	hl := m.home(layout.HashMapHash(key) & m.mask)
-	junk := lockValue(5, 0) // entry 4: free, generation 0
-	if c := layout.UnpackPeer(m.entry(4).ctl.Load()); c.State != layout.PeerFree || c.Gen != 0 {
+	junk := peers.LockValue(5, 0) // entry 4: free, generation 0
+	if c := layout.UnpackPeer(m.tab.Entry(4).Ctl.Load()); c.State != layout.PeerFree || c.Gen != 0 {
 		t.Fatalf("entry 4: %+v", c)
 	}
 	hl.Store(junk)
@@ -226,7 +228,7 @@ func TestHashMapRegressionHomeLockNamingFreeEntry(t *testing.T) {
 // unchanged.
 func TestHashMapRegressionScanFalseCorrupt(t *testing.T) {
 	const capacity = 4096
-	m := newHashMap(t, HashMapConfig{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: 8})
+	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: 8})
 	key := hmRegKeyHomed(m, capacity-1, "k")
 	if _, err := m.Put(key, []byte("v")); err != nil {
 		t.Fatal(err)
@@ -236,22 +238,22 @@ func TestHashMapRegressionScanFalseCorrupt(t *testing.T) {
 	// so Scan judges a holder at each bucket.
 	for i := uint64(0); i < capacity; i++ {
 		if i != kb {
-			m.home(i).Store(m.myLock())
+			m.home(i).Store(m.tab.MyLock())
 		}
 	}
-	done := make(chan HashMapScanReport)
+	done := make(chan ScanReport)
 	go func() { done <- m.Scan() }()
 	time.Sleep(2 * time.Millisecond)
 	c := openHashMap(t, m.Path()) // a new writer
 	raw := c.ctl(kb).Load()
 	w := layout.UnpackHashMapWord(raw)
-	w.Owner = c.self // c's update of key in progress: the lock step of HashMap.update
+	w.Owner = c.tab.Self // c's update of key in progress: the lock step of Map.update
 	if !c.ctl(kb).CompareAndSwap(raw, w.Pack()) {
 		t.Fatal("lock failed")
 	}
 	s := <-done
 	for _, b := range s.Buckets {
-		if b.Index == kb && b.Problem == HashMapCorrupt {
+		if b.Index == kb && b.Problem == Corrupt {
 			t.Fatalf("bucket %d locked by live participant %d (attached during the scan) reported corrupt: %s", kb, c.Participant(), b.Err)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package transport
+package hashmap
 
 import "sync/atomic"
 

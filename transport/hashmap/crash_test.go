@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"encoding/hex"
@@ -11,6 +11,9 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // Crash-safety and multi-process tests of the hash map. A real child
@@ -71,7 +74,7 @@ func TestHashMapHelperProcess(t *testing.T) {
 }
 
 func hashMapChild(role string) error {
-	m, err := OpenHashMap(os.Getenv("SHMKIT_TEST_PATH"))
+	m, err := Open(os.Getenv("SHMKIT_TEST_PATH"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func hashMapChild(role string) error {
 			x = x*1664525 + 1013904223
 			k := (x >> 8) % keys
 			if x>>28 < 4 { // a quarter of the ops
-				if err := m.Delete(hmKey(k)); err != nil && err != ErrNotFound {
+				if err := m.Delete(hmKey(k)); err != nil && err != transport.ErrNotFound {
 					return err
 				}
 				last[k] = "absent"
@@ -152,7 +155,7 @@ func hashMapChild(role string) error {
 		for {
 			for k := uint32(0); k < keys; k++ {
 				n, err := m.Get(hmKey(k), buf)
-				if err == ErrNotFound {
+				if err == transport.ErrNotFound {
 					continue
 				}
 				if err != nil {
@@ -192,10 +195,10 @@ func hashMapChild(role string) error {
 }
 
 // hmAwaitKey waits for the parent to put key: the start line of a race.
-func hmAwaitKey(m *HashMap, key string) error {
+func hmAwaitKey(m *Map, key string) error {
 	buf := make([]byte, m.ValueSize())
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
-		if _, err := m.Get([]byte(key), buf); err != ErrNotFound {
+		if _, err := m.Get([]byte(key), buf); err != transport.ErrNotFound {
 			return err
 		}
 	}
@@ -256,7 +259,7 @@ func hmOKs(out string) []int {
 type hmModel map[uint32]string
 
 // hmPreload fills keys 0..hmPreloaded-1 and returns the model.
-func hmPreload(t *testing.T, m *HashMap) hmModel {
+func hmPreload(t *testing.T, m *Map) hmModel {
 	t.Helper()
 	model := hmModel{}
 	for k := uint32(0); k < hmPreloaded; k++ {
@@ -286,7 +289,7 @@ func (md hmModel) apply(j, vs int) hmModel {
 
 // hmCheckReadable: every key of the universe reads as absent or as an
 // intact value of its own that one of the allowed models has.
-func hmCheckReadable(t *testing.T, m *HashMap, allowed ...hmModel) {
+func hmCheckReadable(t *testing.T, m *Map, allowed ...hmModel) {
 	t.Helper()
 	buf := make([]byte, m.ValueSize())
 	for k := uint32(0); k < 16; k++ {
@@ -298,7 +301,7 @@ func hmCheckReadable(t *testing.T, m *HashMap, allowed ...hmModel) {
 				t.Fatalf("key %d: %v", k, cerr)
 			}
 			got = string(buf[:n])
-		case err != ErrNotFound:
+		case err != transport.ErrNotFound:
 			t.Fatalf("key %d: %v", k, err)
 		}
 		ok := false
@@ -324,7 +327,7 @@ func hmShow(v string) string {
 
 // hmCheckExact: the map holds exactly model, Range reports each key once,
 // and Len agrees.
-func hmCheckExact(t *testing.T, m *HashMap, model hmModel) {
+func hmCheckExact(t *testing.T, m *Map, model hmModel) {
 	t.Helper()
 	hmCheckReadable(t, m, model)
 	seen := map[uint32]bool{}
@@ -351,7 +354,7 @@ func hmCheckExact(t *testing.T, m *HashMap, model hmModel) {
 
 // hmCheckUsable proves the map still inserts, updates and deletes, and
 // that no problem is left.
-func hmCheckUsable(t *testing.T, m *HashMap, model hmModel) {
+func hmCheckUsable(t *testing.T, m *Map, model hmModel) {
 	t.Helper()
 	vs := m.ValueSize()
 	for k := range model {
@@ -383,7 +386,7 @@ func hmCheckUsable(t *testing.T, m *HashMap, model hmModel) {
 	}
 }
 
-func hmCountProblem(s HashMapScanReport, p HashMapProblem) (buckets, homes int) {
+func hmCountProblem(s ScanReport, p Problem) (buckets, homes int) {
 	for _, b := range s.Buckets {
 		if b.Problem == p {
 			buckets++
@@ -397,9 +400,9 @@ func hmCountProblem(s HashMapScanReport, p HashMapProblem) (buckets, homes int) 
 	return buckets, homes
 }
 
-func hmCrashMap(t *testing.T, participants uint32) *HashMap {
+func hmCrashMap(t *testing.T, participants uint32) *Map {
 	t.Helper()
-	return newHashMap(t, HashMapConfig{Capacity: 32, KeySize: 16, ValueSize: hmCrashValueSize, Participants: participants})
+	return newHashMap(t, Config{Capacity: 32, KeySize: 16, ValueSize: hmCrashValueSize, Participants: participants})
 }
 
 // TestHashMapCrashWriter kills a writer at every crash point of Put and
@@ -409,21 +412,21 @@ func hmCrashMap(t *testing.T, participants uint32) *HashMap {
 func TestHashMapCrashWriter(t *testing.T) {
 	points := []struct {
 		point   string
-		step    int            // the script step in flight at the kill
-		applied bool           // whether that step took effect
-		bucket  HashMapProblem // the bucket problem Scan must find (OK: none)
+		step    int     // the script step in flight at the kill
+		applied bool    // whether that step took effect
+		bucket  Problem // the bucket problem Scan must find (OK: none)
 	}{
-		{crashHashmapPutAfterHomeLock, 1, false, HashMapOK},
-		{crashHashmapInsertAfterClaim, 4, false, HashMapOrphanedInsert},
-		{crashHashmapInsertAfterKey, 4, false, HashMapOrphanedInsert},
-		{crashHashmapInsertAfterValue, 4, false, HashMapOrphanedInsert},
-		{crashHashmapInsertAfterPublish, 4, true, HashMapOK},
-		{crashHashmapUpdateAfterLock, 3, false, HashMapOrphanedLock},
-		{crashHashmapUpdateAfterWrite, 3, false, HashMapOrphanedLock},
-		{crashHashmapUpdateAfterPublish, 3, true, HashMapOK},
-		{crashHashmapDeleteAfterHomeLock, 5, false, HashMapOK},
-		{crashHashmapDeleteAfterLock, 5, false, HashMapOrphanedLock},
-		{crashHashmapDeleteAfterPublish, 5, true, HashMapOK},
+		{crashHashmapPutAfterHomeLock, 1, false, OK},
+		{crashHashmapInsertAfterClaim, 4, false, OrphanedInsert},
+		{crashHashmapInsertAfterKey, 4, false, OrphanedInsert},
+		{crashHashmapInsertAfterValue, 4, false, OrphanedInsert},
+		{crashHashmapInsertAfterPublish, 4, true, OK},
+		{crashHashmapUpdateAfterLock, 3, false, OrphanedLock},
+		{crashHashmapUpdateAfterWrite, 3, false, OrphanedLock},
+		{crashHashmapUpdateAfterPublish, 3, true, OK},
+		{crashHashmapDeleteAfterHomeLock, 5, false, OK},
+		{crashHashmapDeleteAfterLock, 5, false, OrphanedLock},
+		{crashHashmapDeleteAfterPublish, 5, true, OK},
 	}
 	for _, tc := range points {
 		t.Run(tc.point, func(t *testing.T) {
@@ -448,8 +451,8 @@ func TestHashMapCrashWriter(t *testing.T) {
 				hmCheckReadable(t, m, want)
 				s := m.Scan()
 				buckets, _ := hmCountProblem(s, tc.bucket)
-				_, homes := hmCountProblem(s, HashMapOrphanedHome)
-				if (tc.bucket != HashMapOK && buckets != 1) || homes != 1 || s.Corrupt != 0 {
+				_, homes := hmCountProblem(s, OrphanedHome)
+				if (tc.bucket != OK && buckets != 1) || homes != 1 || s.Corrupt != 0 {
 					t.Fatalf("scan: want one %v bucket and one orphaned home lock: %+v", tc.bucket, s)
 				}
 				for _, b := range s.Buckets {
@@ -463,7 +466,7 @@ func TestHashMapCrashWriter(t *testing.T) {
 					// writer's home lock and bucket first.
 					before := m.Counters()
 					if op.del {
-						if err := m.Delete(hmKey(op.key)); err != nil && !(tc.applied && err == ErrNotFound) {
+						if err := m.Delete(hmKey(op.key)); err != nil && !(tc.applied && err == transport.ErrNotFound) {
 							t.Fatalf("delete after the kill: %v", err)
 						}
 						delete(want, op.key)
@@ -478,7 +481,7 @@ func TestHashMapCrashWriter(t *testing.T) {
 					if c.HomeTakeovers != before.HomeTakeovers+1 {
 						t.Fatalf("home lock not taken over: %+v", c)
 					}
-					if tc.bucket == HashMapOrphanedLock && c.RolledBack != before.RolledBack+1 {
+					if tc.bucket == OrphanedLock && c.RolledBack != before.RolledBack+1 {
 						t.Fatalf("locked bucket not rolled back inline: %+v", c)
 					}
 					hmCheckExact(t, m, want)
@@ -493,12 +496,12 @@ func TestHashMapCrashWriter(t *testing.T) {
 				if !heal {
 					inserts, locks := 0, 0
 					switch tc.bucket {
-					case HashMapOrphanedInsert:
+					case OrphanedInsert:
 						inserts = 1
-					case HashMapOrphanedLock:
+					case OrphanedLock:
 						locks = 1
 					}
-					if rep.Count(ActionTombstone) != inserts || rep.Count(ActionUnlock) != locks || rep.Count(ActionReleaseHome) != 1 {
+					if rep.Count(check.ActionTombstone) != inserts || rep.Count(check.ActionUnlock) != locks || rep.Count(check.ActionReleaseHome) != 1 {
 						t.Fatalf("repair report %+v", rep)
 					}
 				}
@@ -524,11 +527,11 @@ func TestHashMapCrashRepairer(t *testing.T) {
 				t.Fatalf("child acknowledged %v", oks)
 			}
 			hmRunCrashChild(t, m.Path(), "repair", point, 1)
-			if m.lock.Load() == 0 {
+			if m.tab.RepairLock().Load() == 0 {
 				t.Fatal("dead repairer did not hold the repair role")
 			}
 			hmCheckReadable(t, m, model)
-			ro, err := OpenHashMapReadOnly(m.Path())
+			ro, err := OpenReadOnly(m.Path())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -536,7 +539,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 			// bucket and the home lock; after, perhaps the home lock.
 			s := ro.Scan()
 			ro.Close()
-			if buckets, _ := hmCountProblem(s, HashMapOrphanedLock); (point == crashHashmapRepairAfterMark) != (buckets == 1) {
+			if buckets, _ := hmCountProblem(s, OrphanedLock); (point == crashHashmapRepairAfterMark) != (buckets == 1) {
 				t.Fatalf("read-only scan: %+v", s)
 			}
 			rep, err := m.Repair()
@@ -547,7 +550,7 @@ func TestHashMapCrashRepairer(t *testing.T) {
 			if point == crashHashmapRepairAfterRollback {
 				wantLocks = 0 // the dead repairer had rolled it back
 			}
-			if len(rep.DeadPeers) != 2 || rep.Count(ActionUnlock) != wantLocks {
+			if len(rep.DeadPeers) != 2 || rep.Count(check.ActionUnlock) != wantLocks {
 				t.Fatalf("repair report %+v", rep)
 			}
 			hmCheckExact(t, m, model)
@@ -574,8 +577,8 @@ func TestHashMapCrashReclaim(t *testing.T) {
 	}
 	hmCheckExact(t, m, model)
 
-	hmRunCrashChild(t, m.Path(), "attach", crashPeersAttachAfterClaimEntry, 1)
-	o, err := OpenHashMap(m.Path())
+	hmRunCrashChild(t, m.Path(), "attach", peers.CrashPeersAttachAfterClaimEntry, 1)
+	o, err := Open(m.Path())
 	if err != nil {
 		t.Fatalf("attach with a dead claimer in a full table: %v", err)
 	}
@@ -604,10 +607,10 @@ func TestHashMapDeadParticipantsNeverExhaustTable(t *testing.T) {
 func TestHashMapMultiProcess(t *testing.T) {
 	const keys = 16
 	ops := 20000
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		ops = 4000
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 64, KeySize: 16, ValueSize: 512, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 64, KeySize: 16, ValueSize: 512, Participants: 8})
 	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops)}
 	reader := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-reader", env...)
 	w1 := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-writer", append(env, "WRITER=1")...)
@@ -634,7 +637,7 @@ func TestHashMapMultiProcess(t *testing.T) {
 		}
 		for k := uint32(0); k < keys; k++ {
 			n, err := m.Get(hmKey(k), buf)
-			if err == ErrNotFound {
+			if err == transport.ErrNotFound {
 				continue
 			}
 			if err == nil {
@@ -721,10 +724,10 @@ func TestHashMapMultiProcess(t *testing.T) {
 // processes.
 func TestHashMapMultiProcessInsertRace(t *testing.T) {
 	keys := 3000
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		keys = 1000
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 4096, KeySize: 16, ValueSize: 8 << 10, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 4096, KeySize: 16, ValueSize: 8 << 10, Participants: 8})
 	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys)}
 	var children []*proctest.Child
 	for i := 0; i < 3; i++ {

@@ -1,9 +1,10 @@
-package transport
+package hashmap
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Invariant: PlanRepair is exactly what a Repair run next does (the same
@@ -21,7 +22,7 @@ func TestHashMapCheckPlanMatchesRepair(t *testing.T) {
 				t.Fatalf("PlanRepair is not Check().Plan() (-check +plan):\n%s", d)
 			}
 			for _, f := range plan {
-				if f.Action == ActionNone {
+				if f.Action == check.ActionNone {
 					t.Fatalf("plan holds a finding a repair leaves alone: %+v", f)
 				}
 			}
@@ -34,7 +35,7 @@ func TestHashMapCheckPlanMatchesRepair(t *testing.T) {
 			}
 			dead := 0
 			for _, f := range rep.Done {
-				if f.Action == ActionFreeEntry {
+				if f.Action == check.ActionFreeEntry {
 					dead++
 				}
 				if f.Detail == "" {
@@ -47,7 +48,7 @@ func TestHashMapCheckPlanMatchesRepair(t *testing.T) {
 			after := m.Check()
 			var got []string
 			for _, f := range after.Findings {
-				if f.Action != ActionNone {
+				if f.Action != check.ActionNone {
 					t.Errorf("after Repair, Check still plans %s at %s: %s", f.Action, f.Location, f.Detail)
 				}
 				got = append(got, f.Location)

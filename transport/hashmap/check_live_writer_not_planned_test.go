@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"strconv"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport"
 )
 
 // Invariant: a live writer's locks are never a problem: Check does not
@@ -28,21 +29,21 @@ func TestHashMapCheckLiveLocksLeftAlone(t *testing.T) {
 		}
 	}
 	w := layout.UnpackHashMapWord(m.ctl(full).Load())
-	w.Owner = m.self
+	w.Owner = m.tab.Self
 	m.ctl(full).Store(w.Pack())
-	m.ctl(ins).Store(layout.HashMapWord{State: layout.BucketInserting, Owner: m.self, Version: 1}.Pack())
+	m.ctl(ins).Store(layout.HashMapWord{State: layout.BucketInserting, Owner: m.tab.Self, Version: 1}.Pack())
 	m.home(full).Store(m.homeValue())
 	m.home(ins).Store(m.homeValue())
 	words := func() [4]uint64 {
 		return [4]uint64{m.ctl(full).Load(), m.ctl(ins).Load(), m.home(full).Load(), m.home(ins).Load()}
 	}
 	before := words()
-	ro, err := OpenHashMapReadOnly(m.Path())
+	ro, err := OpenReadOnly(m.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	for _, h := range []*HashMap{m, ro} {
+	for _, h := range []*Map{m, ro} {
 		if rep := h.Check(); !rep.Clean() {
 			t.Fatalf("Check reports a live writer's locks: %+v", rep.Findings)
 		}
@@ -62,10 +63,10 @@ func TestHashMapCheckLiveLocksLeftAlone(t *testing.T) {
 func TestHashMapCheckLiveWritersNeverPlanned(t *testing.T) {
 	const keys = 16
 	ops := 20000
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		ops = 3000
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 64, KeySize: 16, ValueSize: 64, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 64, KeySize: 16, ValueSize: 64, Participants: 8})
 	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops), "WRITER=1"}
 	child := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-writer", env...)
 	if _, err := m.Put([]byte("go"), nil); err != nil {
@@ -81,7 +82,7 @@ func TestHashMapCheckLiveWritersNeverPlanned(t *testing.T) {
 		for i := 0; !stop.Load(); i++ {
 			k := hmKey(uint32(i % keys))
 			if i%4 == 0 {
-				if err := o.Delete(k); err != nil && err != ErrNotFound {
+				if err := o.Delete(k); err != nil && err != transport.ErrNotFound {
 					t.Error(err)
 					return
 				}

@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 // Tests from a second review of the hash map, after the first review's
 // fixes: a stress test of its invariants with live handles only, and a
@@ -15,15 +15,18 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // TestHashMapRegression2Stress: live handles only (no process dies), entries
-// churned by Close/reopen, a full map (ErrFull paths), concurrent Scan and
-// Repair. Invariants: Put's inserted and Delete's ErrNotFound match a
+// churned by Close/reopen, a full map (transport.ErrFull paths), concurrent Scan and
+// Repair. Invariants: Put's inserted and Delete's transport.ErrNotFound match a
 // per-key model (each key has one writer), Scan reports no problem, Repair
 // changes nothing, no key is held twice.
 func TestHashMapRegression2Stress(t *testing.T) {
-	m := newHashMap(t, HashMapConfig{Capacity: 16, KeySize: 8, ValueSize: 16, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 16, KeySize: 8, ValueSize: 16, Participants: 8})
 	const workers, keysPer = 5, 4
 	dur := time.Second
 	var stop atomic.Bool
@@ -39,7 +42,7 @@ func TestHashMapRegression2Stress(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(w)))
 			model := map[string][]byte{}
-			h, err := OpenHashMap(m.Path())
+			h, err := Open(m.Path())
 			if err != nil {
 				report(err.Error())
 				return
@@ -48,7 +51,7 @@ func TestHashMapRegression2Stress(t *testing.T) {
 			for op := 0; !stop.Load(); op++ {
 				if op%200 == 199 {
 					h.Close()
-					if h, err = OpenHashMap(m.Path()); err != nil {
+					if h, err = Open(m.Path()); err != nil {
 						report(err.Error())
 						return
 					}
@@ -60,7 +63,7 @@ func TestHashMapRegression2Stress(t *testing.T) {
 					switch {
 					case err == nil && had:
 						delete(model, k)
-					case errors.Is(err, ErrNotFound) && !had:
+					case errors.Is(err, transport.ErrNotFound) && !had:
 					default:
 						report(fmt.Sprintf("Delete(%s): %v, model had %v", k, err, had))
 						return
@@ -71,7 +74,7 @@ func TestHashMapRegression2Stress(t *testing.T) {
 				ins, err := h.Put([]byte(k), v)
 				_, had := model[k]
 				switch {
-				case errors.Is(err, ErrFull) && !had:
+				case errors.Is(err, transport.ErrFull) && !had:
 				case err == nil && ins == !had:
 					model[k] = v
 				default:
@@ -80,7 +83,7 @@ func TestHashMapRegression2Stress(t *testing.T) {
 				}
 				buf := make([]byte, 16)
 				n, gerr := h.Get([]byte(k), buf)
-				if want, ok := model[k]; (ok && (gerr != nil || string(buf[:n]) != string(want))) || (!ok && !errors.Is(gerr, ErrNotFound)) {
+				if want, ok := model[k]; (ok && (gerr != nil || string(buf[:n]) != string(want))) || (!ok && !errors.Is(gerr, transport.ErrNotFound)) {
 					report(fmt.Sprintf("Get(%s) = %q, %v, want %q", k, buf[:n], gerr, model[k]))
 					return
 				}
@@ -128,28 +131,28 @@ func TestHashMapRegression2Stress(t *testing.T) {
 // TestHashMapRegression2HomeLockNamingClaimingEntry: was a mismatch:
 // docs/format.md and docs/design.md say a home lock word naming a claiming
 // entry names no possible holder and may be replaced (Repair releases it,
-// a writer takes it over), but peerTable.holderAlive (which a deque's
+// a writer takes it over), but peers.Table.HolderAlive (which a deque's
 // repair lock needs that way) treats an entry claiming at the word's
 // generation as a live holder, so Repair left the word and writers waited
-// hmHomeWaitMax and failed with ErrDeadlineOrClose. Home locks now require
+// hmHomeWaitMax and failed with transport.ErrDeadlineOrClose. Home locks now require
 // an active entry.
 func TestHashMapRegression2HomeLockNamingClaimingEntry(t *testing.T) {
 	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
 	hmHomeWaitMax = 30 * time.Millisecond
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
 	self := shm.Self()
-	e := m.entry(4) // a process stopped in the middle of its attach (tryAttach: free gen 0 -> claiming gen 0)
-	e.ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 0, PID: uint32(self.PID)}.Pack())
+	e := m.tab.Entry(4) // a process stopped in the middle of its attach (tryAttach: free gen 0 -> claiming gen 0)
+	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 0, PID: uint32(self.PID)}.Pack())
 	key := []byte("k")
 	hl := m.home(layout.HashMapHash(key) & m.mask)
-	junk := lockValue(5, 0) | 7<<layout.HashMapHomeSeqShift
+	junk := peers.LockValue(5, 0) | 7<<layout.HashMapHomeSeqShift
 	hl.Store(junk)
 	rr, err := m.Repair()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, perr := m.Put(key, []byte("v"))
-	if perr != nil || rr.Count(ActionReleaseHome) != 1 {
-		t.Fatalf("home lock %#x naming a claiming entry (documented: no possible holder): Repair released %d, Put: %v", junk, rr.Count(ActionReleaseHome), perr)
+	if perr != nil || rr.Count(check.ActionReleaseHome) != 1 {
+		t.Fatalf("home lock %#x naming a claiming entry (documented: no possible holder): Repair released %d, Put: %v", junk, rr.Count(check.ActionReleaseHome), perr)
 	}
 }

@@ -1,39 +1,41 @@
-package transport
+package hashmap
 
 import (
 	"fmt"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
-// HashMapProblem classifies a bucket or home lock found by Scan.
-type HashMapProblem uint8
+// Problem classifies a bucket or home lock found by Scan.
+type Problem uint8
 
 const (
-	HashMapOK             HashMapProblem = iota // unlocked, or held by a participant not proven dead
-	HashMapOrphanedInsert                       // inserting, its writer dead: Repair makes it a tombstone
-	HashMapOrphanedLock                         // full and locked by a dead writer (an update or a delete): Repair unlocks it, the old value kept
-	HashMapOrphanedHome                         // a home lock held by a dead participant, or naming no possible holder: Repair releases it
-	HashMapCorrupt                              // a word no map operation writes
+	OK             Problem = iota // unlocked, or held by a participant not proven dead
+	OrphanedInsert                // inserting, its writer dead: Repair makes it a tombstone
+	OrphanedLock                  // full and locked by a dead writer (an update or a delete): Repair unlocks it, the old value kept
+	OrphanedHome                  // a home lock held by a dead participant, or naming no possible holder: Repair releases it
+	Corrupt                       // a word no map operation writes
 )
 
 var hashMapProblemNames = [...]string{"ok", "orphaned insert", "orphaned lock", "orphaned home lock", "corrupt"}
 
-func (p HashMapProblem) String() string {
+func (p Problem) String() string {
 	if int(p) < len(hashMapProblemNames) {
 		return hashMapProblemNames[p]
 	}
 	return fmt.Sprintf("problem(%d)", uint8(p))
 }
 
-// HashMapBucketReport describes one bucket that is locked, being inserted
+// BucketReport describes one bucket that is locked, being inserted
 // or corrupt.
-type HashMapBucketReport struct {
+type BucketReport struct {
 	Index   uint64
 	Raw     uint64 // the control word
 	Word    layout.HashMapWord
-	Problem HashMapProblem
+	Problem Problem
 	Owner   int           // participant index of the writer holding it, -1 for none
 	OwnerID shm.ProcessID // the owner's identity as the table records it
 	Alive   bool          // the owner is not proven dead
@@ -42,8 +44,8 @@ type HashMapBucketReport struct {
 	Err     string        // why the bucket is corrupt
 }
 
-// HashMapHomeLockReport describes one held home lock.
-type HashMapHomeLockReport struct {
+// HomeLockReport describes one held home lock.
+type HomeLockReport struct {
 	Bucket   uint64 // the home bucket whose lock word this is
 	Raw      uint64
 	Holder   int           // participant index, -1 when the word names none
@@ -51,17 +53,17 @@ type HashMapHomeLockReport struct {
 	Alive    bool          // the holder is alive: its entry is active, still has the generation the word records, and is not proven dead
 	Dead     bool          // the holder's entry is proven dead
 	Verdict  string        // why the holder's entry is judged dead or alive
-	Problem  HashMapProblem
+	Problem  Problem
 }
 
-// HashMapScanReport is what Scan finds. It is a value: tools print it.
-type HashMapScanReport struct {
+// ScanReport is what Scan finds. It is a value: tools print it.
+type ScanReport struct {
 	Path      string
-	Counters  HashMapCounters
-	Peers     []PeerStatus
+	Counters  Counters
+	Peers     []check.Peer
 	States    map[layout.BucketState]int // buckets in each state (corrupt ones not counted)
-	Buckets   []HashMapBucketReport      // every bucket that is locked, inserting or corrupt
-	HomeLocks []HashMapHomeLockReport    // every held home lock
+	Buckets   []BucketReport             // every bucket that is locked, inserting or corrupt
+	HomeLocks []HomeLockReport           // every held home lock
 	Problems  int                        // orphaned or corrupt buckets and home locks
 	Corrupt   int
 }
@@ -76,8 +78,8 @@ type HashMapScanReport struct {
 // it is then, and the word found unchanged across that judgement, so that
 // a process attaching or a writer finishing during the scan is not
 // reported as one.
-func (m *HashMap) Scan() HashMapScanReport {
-	rep := HashMapScanReport{Path: m.Path(), Counters: m.Counters(), States: map[layout.BucketState]int{}}
+func (m *Map) Scan() ScanReport {
+	rep := ScanReport{Path: m.Path(), Counters: m.Counters(), States: map[layout.BucketState]int{}}
 	if m.area == nil {
 		return rep
 	}
@@ -85,23 +87,23 @@ func (m *HashMap) Scan() HashMapScanReport {
 	for i := uint64(0); i < m.lay.Capacity; i++ {
 		br := m.judgeBucket(i, rep.Peers)
 		switch {
-		case br.Problem == HashMapCorrupt:
+		case br.Problem == Corrupt:
 			rep.Corrupt++
 		default:
 			rep.States[br.Word.State]++
 		}
-		if br.Problem != HashMapOK || br.Word.Owner != 0 {
+		if br.Problem != OK || br.Word.Owner != 0 {
 			rep.Buckets = append(rep.Buckets, br)
 		}
-		if br.Problem != HashMapOK {
+		if br.Problem != OK {
 			rep.Problems++
 		}
 		if hr, held := m.judgeHome(i, rep.Peers); held {
 			rep.HomeLocks = append(rep.HomeLocks, hr)
-			if hr.Problem != HashMapOK {
+			if hr.Problem != OK {
 				rep.Problems++
 			}
-			if hr.Problem == HashMapCorrupt {
+			if hr.Problem == Corrupt {
 				rep.Corrupt++
 			}
 		}
@@ -112,9 +114,9 @@ func (m *HashMap) Scan() HashMapScanReport {
 // judgeBucket reads bucket i's control word and judges it as Scan and
 // Check report it: against peers (the table as read first), and, when that
 // finds a problem, again by recheckBucket.
-func (m *HashMap) judgeBucket(i uint64, peers []PeerStatus) HashMapBucketReport {
-	br := m.classifyBucket(i, m.ctl(i).Load(), func(o int) PeerStatus { return peers[o] })
-	if br.Problem != HashMapOK {
+func (m *Map) judgeBucket(i uint64, peers []check.Peer) BucketReport {
+	br := m.classifyBucket(i, m.ctl(i).Load(), func(o int) check.Peer { return peers[o] })
+	if br.Problem != OK {
 		br = m.recheckBucket(i, br)
 	}
 	return br
@@ -123,13 +125,13 @@ func (m *HashMap) judgeBucket(i uint64, peers []PeerStatus) HashMapBucketReport 
 // judgeHome reads bucket i's home lock word and judges it as Scan and
 // Check report it (see judgeBucket). It reports false when the lock is
 // not held.
-func (m *HashMap) judgeHome(i uint64, peers []PeerStatus) (HashMapHomeLockReport, bool) {
+func (m *Map) judgeHome(i uint64, peers []check.Peer) (HomeLockReport, bool) {
 	v := m.home(i).Load()
 	if v == 0 {
-		return HashMapHomeLockReport{}, false
+		return HomeLockReport{}, false
 	}
 	hr := m.classifyHome(i, v, peers)
-	if hr.Problem == HashMapOK {
+	if hr.Problem == OK {
 		return hr, true
 	}
 	return m.recheckHome(i, hr)
@@ -142,15 +144,15 @@ const hmScanRechecks = 8
 // recheckBucket judges a bucket found with a problem again: the word is
 // re-read, its owner judged from the table as it is now (read after the
 // word), and the result kept only if the word has not changed meanwhile.
-func (m *HashMap) recheckBucket(i uint64, br HashMapBucketReport) HashMapBucketReport {
+func (m *Map) recheckBucket(i uint64, br BucketReport) BucketReport {
 	ctl := m.ctl(i)
 	for try := 0; try < hmScanRechecks; try++ {
 		raw := ctl.Load()
-		br = m.classifyBucket(i, raw, func(o int) PeerStatus {
-			ps, _ := m.status(uint64(o))
+		br = m.classifyBucket(i, raw, func(o int) check.Peer {
+			ps, _ := m.tab.Status(uint64(o))
 			return ps
 		})
-		if br.Problem == HashMapOK || ctl.Load() == raw {
+		if br.Problem == OK || ctl.Load() == raw {
 			return br
 		}
 	}
@@ -159,12 +161,12 @@ func (m *HashMap) recheckBucket(i uint64, br HashMapBucketReport) HashMapBucketR
 
 // classifyBucket judges bucket i, whose control word was raw; peer reports
 // on the participant entry of the word's owner (an index in the table).
-func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashMapBucketReport {
+func (m *Map) classifyBucket(i, raw uint64, peer func(int) check.Peer) BucketReport {
 	ctl := m.ctl(i)
 	w := layout.UnpackHashMapWord(raw)
-	br := HashMapBucketReport{Index: i, Raw: raw, Word: w, Owner: int(w.Owner) - 1, Alive: true}
+	br := BucketReport{Index: i, Raw: raw, Word: w, Owner: int(w.Owner) - 1, Alive: true}
 	if err := w.Validate(&m.lay); err != nil {
-		br.Problem, br.Err = HashMapCorrupt, err.Error()
+		br.Problem, br.Err = Corrupt, err.Error()
 		return br
 	}
 	var lengths error
@@ -178,7 +180,7 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 	}
 	if br.Owner < 0 {
 		if lengths != nil {
-			br.Problem, br.Err = HashMapCorrupt, lengths.Error()
+			br.Problem, br.Err = Corrupt, lengths.Error()
 		}
 		return br
 	}
@@ -187,14 +189,14 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 	p := peer(br.Owner)
 	br.OwnerID, br.Alive, br.Dead, br.Verdict = p.ID, !p.Dead, p.Dead, p.Reason
 	if lengths != nil {
-		br.Problem, br.Err = HashMapCorrupt, lengths.Error()
+		br.Problem, br.Err = Corrupt, lengths.Error()
 		return br
 	}
 	switch {
 	case p.State == "free":
 		// An owner stamp naming an unused entry: no process can be proven
 		// to own it, and no repair may guess.
-		br.Problem, br.Err, br.Alive = HashMapCorrupt, "owner entry is free", false
+		br.Problem, br.Err, br.Alive = Corrupt, "owner entry is free", false
 		return br
 	case p.State == "claiming" && !p.Dead:
 		// The entry is being taken over (or taken after it was freed):
@@ -207,9 +209,9 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 	}
 	if p.Dead {
 		if w.State == layout.BucketInserting {
-			br.Problem = HashMapOrphanedInsert
+			br.Problem = OrphanedInsert
 		} else {
-			br.Problem = HashMapOrphanedLock
+			br.Problem = OrphanedLock
 		}
 	}
 	return br
@@ -218,22 +220,22 @@ func (m *HashMap) classifyBucket(i, raw uint64, peer func(int) PeerStatus) HashM
 // classifyHome judges the home lock word v of bucket i. Its holder is
 // judged from the table as it is now (read after v); peers, when not nil,
 // gives the holder's identity and verdict.
-func (m *HashMap) classifyHome(i, v uint64, peers []PeerStatus) HashMapHomeLockReport {
-	hr := HashMapHomeLockReport{Bucket: i, Raw: v, Holder: -1}
+func (m *Map) classifyHome(i, v uint64, peers []check.Peer) HomeLockReport {
+	hr := HomeLockReport{Bucket: i, Raw: v, Holder: -1}
 	holder := v & layout.HashMapHomeHolderMask
 	if holder == 0 || layout.ValidateRole(holder, m.lay.Participants) != nil {
-		hr.Problem = HashMapCorrupt
+		hr.Problem = Corrupt
 		return hr
 	}
 	hr.Holder = layout.UnpackRole(holder).Index()
 	if hr.Alive = m.homeHolderAlive(v); !hr.Alive {
-		hr.Problem = HashMapOrphanedHome
+		hr.Problem = OrphanedHome
 	}
-	var ps PeerStatus
+	var ps check.Peer
 	if peers != nil {
 		ps = peers[hr.Holder]
 	} else {
-		ps, _ = m.status(uint64(hr.Holder))
+		ps, _ = m.tab.Status(uint64(hr.Holder))
 	}
 	hr.HolderID, hr.Dead, hr.Verdict = ps.ID, ps.Dead, ps.Reason
 	return hr
@@ -242,7 +244,7 @@ func (m *HashMap) classifyHome(i, v uint64, peers []PeerStatus) HashMapHomeLockR
 // recheckHome judges a home lock found with a problem again, as
 // recheckBucket does a bucket. It reports false if the lock was released
 // meanwhile.
-func (m *HashMap) recheckHome(i uint64, hr HashMapHomeLockReport) (HashMapHomeLockReport, bool) {
+func (m *Map) recheckHome(i uint64, hr HomeLockReport) (HomeLockReport, bool) {
 	hl := m.home(i)
 	for try := 0; try < hmScanRechecks; try++ {
 		v := hl.Load()
@@ -250,7 +252,7 @@ func (m *HashMap) recheckHome(i uint64, hr HashMapHomeLockReport) (HashMapHomeLo
 			return hr, false
 		}
 		hr = m.classifyHome(i, v, nil)
-		if hr.Problem == HashMapOK || hl.Load() == v {
+		if hr.Problem == OK || hl.Load() == v {
 			return hr, true
 		}
 	}
@@ -265,43 +267,43 @@ func (m *HashMap) recheckHome(i uint64, hr HashMapHomeLockReport) (HashMapHomeLo
 // live processes use the map; every change is a CAS from the exact word
 // that names the dead owner, with the version bumped so that readers that
 // read across it read again. It is idempotent. One repairer runs at a time
-// (ErrRepairBusy otherwise); a repairer that died holding that role is
+// (transport.ErrRepairBusy otherwise); a repairer that died holding that role is
 // replaced on proof of death.
 //
 // The report lists one finding per action taken, in the order taken
-// (ActionTakeOverLock, then ActionTombstone, ActionUnlock and
-// ActionReleaseHome bucket by bucket, then ActionFreeEntry), worded as
+// (check.ActionTakeOverLock, then check.ActionTombstone, check.ActionUnlock and
+// check.ActionReleaseHome bucket by bucket, then check.ActionFreeEntry), worded as
 // Check words them: PlanRepair, run just before, lists the same.
 // Corrupt counts the bucket control words left alone.
 //
 // Writers do not depend on it: one that needs a bucket or home lock a dead
 // writer left rolls it back itself, and a process attaching in a dead
 // participant's entry rolls back what that participant left.
-func (m *HashMap) Repair() (RepairReport, error) {
-	rep := RepairReport{Path: m.Path(), Done: []Finding{}}
-	if m.self == 0 || m.area == nil {
-		return rep, ErrNotAttached
+func (m *Map) Repair() (check.RepairReport, error) {
+	rep := check.RepairReport{Path: m.Path(), Done: []check.Finding{}}
+	if m.tab.Self == 0 || m.area == nil {
+		return rep, transport.ErrNotAttached
 	}
-	prev, ok := m.lockRepairFrom()
+	prev, ok := m.tab.LockRepairFrom()
 	if !ok {
-		return rep, fmt.Errorf("%w: %s", ErrRepairBusy, m.Path())
+		return rep, fmt.Errorf("%w: %s", transport.ErrRepairBusy, m.Path())
 	}
-	defer m.unlockRepair()
+	defer m.tab.UnlockRepair()
 	base := uint64(m.Header().HeaderSize)
 	if prev != 0 {
 		rep.Done = append(rep.Done, m.tookOverLock(base, prev))
 	}
 	// 1. Prove deaths. An entry marked dead stays dead until its buckets
 	// are rolled back, so an interrupted repair is finished by the next.
-	dead, reports := m.markDead()
+	dead, reports := m.tab.MarkDead()
 	rep.DeadPeers = reports
-	deadPeer := func(o int) PeerStatus {
+	deadPeer := func(o int) check.Peer {
 		for _, p := range reports {
 			if p.Index == o {
 				return p
 			}
 		}
-		return PeerStatus{Index: o} // not reached: only the owners in dead are asked about
+		return check.Peer{Index: o} // not reached: only the owners in dead are asked about
 	}
 	shm.CrashPoint(crashHashmapRepairAfterMark)
 	// 2. Roll back every bucket a dead participant holds, and release
@@ -317,9 +319,9 @@ func (m *HashMap) Repair() (RepairReport, error) {
 			br := m.classifyBucket(i, raw, deadPeer)
 			if m.rollBack(i, raw) {
 				f := m.bucketFinding(base, br, true)
-				f.Action = ActionUnlock
+				f.Action = check.ActionUnlock
 				if w.State == layout.BucketInserting {
-					f.Action = ActionTombstone
+					f.Action = check.ActionTombstone
 				}
 				rep.Done = append(rep.Done, f)
 				shm.CrashPoint(crashHashmapRepairAfterRollback)
@@ -328,10 +330,10 @@ func (m *HashMap) Repair() (RepairReport, error) {
 		hl := m.home(i)
 		if v := hl.Load(); v != 0 {
 			// A holder not alive, or a word naming no possible holder.
-			if hr := m.classifyHome(i, v, nil); hr.Problem != HashMapOK && hl.CompareAndSwap(v, 0) {
+			if hr := m.classifyHome(i, v, nil); hr.Problem != OK && hl.CompareAndSwap(v, 0) {
 				m.homeTakeovers.Add(1)
 				f := m.homeFinding(base, hr, true)
-				f.Action = ActionReleaseHome
+				f.Action = check.ActionReleaseHome
 				rep.Done = append(rep.Done, f)
 			}
 		}
@@ -340,7 +342,7 @@ func (m *HashMap) Repair() (RepairReport, error) {
 	for _, p := range reports {
 		rep.Done = append(rep.Done, m.freedEntry(base, p)) // the word as marked dead, read before it is freed
 	}
-	m.freeDead(dead, make([]bool, len(dead)))
+	m.tab.FreeDead(dead, make([]bool, len(dead)))
 	if rep.Changed() {
 		m.repairs.Add(1)
 	}
@@ -354,7 +356,7 @@ func (m *HashMap) Repair() (RepairReport, error) {
 // last owner's, or an earlier one's: the entry is not active under any of
 // them now). Nothing can be stamped with the entry meanwhile but by its
 // dead previous owners, so everything found is theirs.
-func (m *HashMap) reclaimStamp(stamp uint16, prevGen uint32) bool {
+func (m *Map) reclaimStamp(stamp uint16, prevGen uint32) bool {
 	for i := uint64(0); i < m.lay.Capacity; i++ {
 		raw := m.ctl(i).Load()
 		if w := layout.UnpackHashMapWord(raw); w.Owner == stamp && w.Validate(&m.lay) == nil {

@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 // hashMapFence orders a bucket's data accesses against its control word
 // where the hardware does not already: on amd64 (TSO) loads are not

@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"bytes"
@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
 )
 
 func hashMapPath(t testing.TB) string {
@@ -24,9 +26,9 @@ func hashMapPath(t testing.TB) string {
 	return p
 }
 
-func newHashMap(t testing.TB, cfg HashMapConfig) *HashMap {
+func newHashMap(t testing.TB, cfg Config) *Map {
 	t.Helper()
-	m, err := CreateHashMap(hashMapPath(t), cfg)
+	m, err := Create(hashMapPath(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +36,9 @@ func newHashMap(t testing.TB, cfg HashMapConfig) *HashMap {
 	return m
 }
 
-func openHashMap(t testing.TB, path string) *HashMap {
+func openHashMap(t testing.TB, path string) *Map {
 	t.Helper()
-	m, err := OpenHashMap(path)
+	m, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func hmCheckValue(v []byte) (key uint32, writer uint16, seq uint32, err error) {
 func hmKey(id uint32) []byte { return []byte(fmt.Sprintf("key-%d", id)) }
 
 func TestHashMapConfigValidation(t *testing.T) {
-	for _, cfg := range []HashMapConfig{
+	for _, cfg := range []Config{
 		{},
 		{Capacity: 8, KeySize: 8},
 		{Capacity: 8, ValueSize: 8},
@@ -89,11 +91,11 @@ func TestHashMapConfigValidation(t *testing.T) {
 		{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 1024},
 		{Capacity: 1 << 24, KeySize: 1024, ValueSize: 65536}, // over 1 TiB
 	} {
-		if _, err := CreateHashMap(hashMapPath(t), cfg); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := Create(hashMapPath(t), cfg); !errors.Is(err, transport.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8})
 	if m.Header().Geometry.Params[2] != layout.HashMapDefaultPeers || m.Capacity() != 8 || m.KeySize() != 8 || m.ValueSize() != 8 {
 		t.Fatalf("geometry %+v", m.Header().Geometry)
 	}
@@ -111,8 +113,8 @@ func TestHashMapCRUD(t *testing.T) {
 		err            error  // expected (errors.Is)
 	}
 	steps := []op{
-		{do: "get", key: "a", err: ErrNotFound},
-		{do: "del", key: "a", err: ErrNotFound},
+		{do: "get", key: "a", err: transport.ErrNotFound},
+		{do: "del", key: "a", err: transport.ErrNotFound},
 		{do: "put", key: "a", value: "1", inserted: true},
 		{do: "get", key: "a", value: "1"},
 		{do: "put", key: "a", value: "22", inserted: false},
@@ -122,18 +124,18 @@ func TestHashMapCRUD(t *testing.T) {
 		{do: "put", key: "", value: "empty key", inserted: true},
 		{do: "get", key: "", value: "empty key"},
 		{do: "del", key: "a"},
-		{do: "get", key: "a", err: ErrNotFound},
-		{do: "del", key: "a", err: ErrNotFound},
+		{do: "get", key: "a", err: transport.ErrNotFound},
+		{do: "del", key: "a", err: transport.ErrNotFound},
 		{do: "put", key: "a", value: "3", inserted: true},
 		{do: "get", key: "a", value: "3"},
-		{do: "get", key: "a\x00", err: ErrNotFound}, // lengths are part of the key
+		{do: "get", key: "a\x00", err: transport.ErrNotFound}, // lengths are part of the key
 		{do: "put", key: "a\x00", value: "4", inserted: true},
 		{do: "get", key: "a", value: "3"},
 		{do: "get", key: "a\x00", value: "4"},
 		{do: "del", key: ""},
-		{do: "get", key: "", err: ErrNotFound},
+		{do: "get", key: "", err: transport.ErrNotFound},
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 16, KeySize: 8, ValueSize: 16})
+	m := newHashMap(t, Config{Capacity: 16, KeySize: 8, ValueSize: 16})
 	model := map[string]string{}
 	buf := make([]byte, 16)
 	for i, s := range steps {
@@ -194,7 +196,7 @@ func TestHashMapCRUD(t *testing.T) {
 // lengths from 0 to ValueSize come back exactly, trailing zeros included.
 func TestHashMapLengthsPreserved(t *testing.T) {
 	const ks, vs = 12, 40
-	m := newHashMap(t, HashMapConfig{Capacity: 32, KeySize: ks, ValueSize: vs})
+	m := newHashMap(t, Config{Capacity: 32, KeySize: ks, ValueSize: vs})
 	key := func(n int) []byte { return bytes.Repeat([]byte{0}, n) } // only the length tells them apart
 	val := func(n int) []byte {
 		b := make([]byte, n)
@@ -231,16 +233,16 @@ func TestHashMapLengthsPreserved(t *testing.T) {
 }
 
 func TestHashMapTooLargeAndShortBuffer(t *testing.T) {
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 4, ValueSize: 8})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 4, ValueSize: 8})
 	tests := []struct {
 		name string
 		run  func() error
 		want error
 	}{
-		{"put long key", func() error { _, err := m.Put([]byte("12345"), nil); return err }, ErrTooLarge},
-		{"put long value", func() error { _, err := m.Put([]byte("k"), make([]byte, 9)); return err }, ErrTooLarge},
-		{"get long key", func() error { _, err := m.Get([]byte("12345"), nil); return err }, ErrTooLarge},
-		{"delete long key", func() error { return m.Delete([]byte("12345")) }, ErrTooLarge},
+		{"put long key", func() error { _, err := m.Put([]byte("12345"), nil); return err }, transport.ErrTooLarge},
+		{"put long value", func() error { _, err := m.Put([]byte("k"), make([]byte, 9)); return err }, transport.ErrTooLarge},
+		{"get long key", func() error { _, err := m.Get([]byte("12345"), nil); return err }, transport.ErrTooLarge},
+		{"delete long key", func() error { return m.Delete([]byte("12345")) }, transport.ErrTooLarge},
 		{"put max", func() error { _, err := m.Put([]byte("1234"), make([]byte, 8)); return err }, nil},
 		{"get short buffer", func() error {
 			n, err := m.Get([]byte("1234"), make([]byte, 7))
@@ -248,14 +250,14 @@ func TestHashMapTooLargeAndShortBuffer(t *testing.T) {
 				return fmt.Errorf("n = %d, want the value's length", n)
 			}
 			return err
-		}, ErrShortBuffer},
+		}, transport.ErrShortBuffer},
 	}
 	for _, tt := range tests {
 		err := tt.run()
 		if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
-		if tt.want == ErrTooLarge && !bytes.Contains([]byte(err.Error()), []byte(m.Path())) {
+		if tt.want == transport.ErrTooLarge && !bytes.Contains([]byte(err.Error()), []byte(m.Path())) {
 			t.Errorf("%s: error %q does not name the file", tt.name, err)
 		}
 	}
@@ -269,24 +271,24 @@ func TestHashMapTooLargeAndShortBuffer(t *testing.T) {
 // deleted buckets are reused.
 func TestHashMapFullAndTombstones(t *testing.T) {
 	const capacity = 8
-	m := newHashMap(t, HashMapConfig{Capacity: capacity, KeySize: 8, ValueSize: 8})
+	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8})
 	for i := uint32(0); i < capacity; i++ {
 		if ins, err := m.Put(hmKey(i), []byte{byte(i)}); err != nil || !ins {
 			t.Fatal(i, ins, err)
 		}
 	}
 	_, err := m.Put(hmKey(100), []byte("x"))
-	if !errors.Is(err, ErrFull) || m.Counters().FullHits != 1 {
+	if !errors.Is(err, transport.ErrFull) || m.Counters().FullHits != 1 {
 		t.Fatalf("insert into a full map: %v, %+v", err, m.Counters())
 	}
 	if ins, err := m.Put(hmKey(3), []byte("upd")); err != nil || ins {
 		t.Fatalf("update in a full map: %v %v", ins, err)
 	}
 	buf := make([]byte, 8)
-	if _, err := m.Get(hmKey(100), buf); err != ErrNotFound {
+	if _, err := m.Get(hmKey(100), buf); err != transport.ErrNotFound {
 		t.Fatalf("miss in a full map: %v", err)
 	}
-	if err := m.Delete(hmKey(100)); err != ErrNotFound {
+	if err := m.Delete(hmKey(100)); err != transport.ErrNotFound {
 		t.Fatalf("delete miss in a full map: %v", err)
 	}
 	// Delete two: they become tombstones, lookups pass them.
@@ -300,12 +302,12 @@ func TestHashMapFullAndTombstones(t *testing.T) {
 	}
 	for i := uint32(0); i < capacity; i++ {
 		_, err := m.Get(hmKey(i), buf)
-		if (i == 2 || i == 5) != (err == ErrNotFound) {
+		if (i == 2 || i == 5) != (err == transport.ErrNotFound) {
 			t.Fatalf("key %d after deletes: %v", i, err)
 		}
 	}
 	// No empty bucket is left: a miss walks every bucket, past tombstones.
-	if _, err := m.Get(hmKey(200), buf); err != ErrNotFound {
+	if _, err := m.Get(hmKey(200), buf); err != transport.ErrNotFound {
 		t.Fatal(err)
 	}
 	// Inserts reuse the tombstones, and then the map is full again.
@@ -317,7 +319,7 @@ func TestHashMapFullAndTombstones(t *testing.T) {
 	if s := m.Scan(); s.States[layout.BucketTombstone] != 0 || s.States[layout.BucketFull] != capacity {
 		t.Fatalf("tombstones not reused: %+v", s.States)
 	}
-	if _, err := m.Put(hmKey(102), []byte("x")); !errors.Is(err, ErrFull) {
+	if _, err := m.Put(hmKey(102), []byte("x")); !errors.Is(err, transport.ErrFull) {
 		t.Fatalf("full again: %v", err)
 	}
 	if m.Len() != capacity {
@@ -344,7 +346,7 @@ func hmCollide(capacity uint64, n int) [][]byte {
 // the later ones pass, and the next insert of the chain reuses it.
 func TestHashMapProbeChains(t *testing.T) {
 	const capacity = 16
-	m := newHashMap(t, HashMapConfig{Capacity: capacity, KeySize: 8, ValueSize: 8})
+	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8})
 	keys := hmCollide(capacity, 5)
 	for i, k := range keys {
 		if _, err := m.Put(k, []byte{byte(i)}); err != nil {
@@ -358,7 +360,7 @@ func TestHashMapProbeChains(t *testing.T) {
 	for i, k := range keys {
 		n, err := m.Get(k, buf)
 		if i == 1 {
-			if err != ErrNotFound {
+			if err != transport.ErrNotFound {
 				t.Fatalf("deleted key: %v", err)
 			}
 			continue
@@ -389,11 +391,11 @@ func TestHashMapProbeChains(t *testing.T) {
 }
 
 func TestHashMapReadOnlyAndClose(t *testing.T) {
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 2})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 2})
 	m.Put([]byte("k"), []byte("v"))
-	for _, open := range []func() (*HashMap, error){
-		func() (*HashMap, error) { return OpenHashMapReadOnly(m.Path()) },
-		func() (*HashMap, error) { return OpenHashMap(m.Path(), shm.ReadOnly()) },
+	for _, open := range []func() (*Map, error){
+		func() (*Map, error) { return OpenReadOnly(m.Path()) },
+		func() (*Map, error) { return Open(m.Path(), shm.ReadOnly()) },
 	} {
 		ro, err := open()
 		if err != nil {
@@ -406,29 +408,29 @@ func TestHashMapReadOnlyAndClose(t *testing.T) {
 		if ro.Participant() != -1 || ro.Len() != 1 || ro.Scan().Problems != 0 {
 			t.Fatalf("read-only: participant %d len %d", ro.Participant(), ro.Len())
 		}
-		if _, err := ro.Put([]byte("k"), nil); err != ErrNotAttached {
+		if _, err := ro.Put([]byte("k"), nil); err != transport.ErrNotAttached {
 			t.Fatalf("read-only Put: %v", err)
 		}
-		if err := ro.Delete([]byte("k")); err != ErrNotAttached {
+		if err := ro.Delete([]byte("k")); err != transport.ErrNotAttached {
 			t.Fatalf("read-only Delete: %v", err)
 		}
-		if _, err := ro.Repair(); err != ErrNotAttached {
+		if _, err := ro.Repair(); err != transport.ErrNotAttached {
 			t.Fatalf("read-only Repair: %v", err)
 		}
 		if err := ro.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ro.Get([]byte("k"), buf); err != ErrNotAttached {
+		if _, err := ro.Get([]byte("k"), buf); err != transport.ErrNotAttached {
 			t.Fatalf("Get after Close: %v", err)
 		}
-		if err := ro.Range(func(k, v []byte) bool { return true }); err != ErrNotAttached {
+		if err := ro.Range(func(k, v []byte) bool { return true }); err != transport.ErrNotAttached {
 			t.Fatalf("Range after Close: %v", err)
 		}
 	}
 	// Entries are reused after Close: a table of 2 serves any number of
 	// handles that come and go.
 	for i := 0; i < 5; i++ {
-		o, err := OpenHashMap(m.Path())
+		o, err := Open(m.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,14 +440,14 @@ func TestHashMapReadOnlyAndClose(t *testing.T) {
 		o.Close()
 	}
 	o := openHashMap(t, m.Path())
-	if _, err := OpenHashMap(m.Path()); !errors.Is(err, ErrTooManyPeers) {
+	if _, err := Open(m.Path()); !errors.Is(err, transport.ErrTooManyPeers) {
 		t.Fatalf("third handle in a table of 2: %v", err)
 	}
 	o.Close()
-	if _, err := OpenRing(m.Path()); !errors.Is(err, layout.ErrWrongKind) {
+	if _, err := transport.OpenRing(m.Path()); !errors.Is(err, layout.ErrWrongKind) {
 		t.Fatalf("opened a hash map as a ring: %v", err)
 	}
-	if _, err := OpenHashMap(hashMapPath(t)); err == nil {
+	if _, err := Open(hashMapPath(t)); err == nil {
 		t.Fatal("opened a missing file")
 	}
 }
@@ -458,11 +460,11 @@ func TestHashMapReadOnlyAndClose(t *testing.T) {
 func TestHashMapConcurrentWriters(t *testing.T) {
 	const keys, vs = 12, 4096
 	ops := 30000
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		ops = 4000
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 32, KeySize: 16, ValueSize: vs, Participants: 8})
-	own := []*HashMap{m, m, openHashMap(t, m.Path()), openHashMap(t, m.Path())} // two goroutines share m
+	m := newHashMap(t, Config{Capacity: 32, KeySize: 16, ValueSize: vs, Participants: 8})
+	own := []*Map{m, m, openHashMap(t, m.Path()), openHashMap(t, m.Path())} // two goroutines share m
 	var (
 		wg      sync.WaitGroup
 		stop    atomic.Bool
@@ -479,14 +481,14 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 	}
 	for w, h := range own {
 		wg.Add(1)
-		go func(w int, h *HashMap) {
+		go func(w int, h *Map) {
 			defer wg.Done()
 			last := map[uint32]string{}
 			for i := 0; i < ops && !stop.Load(); i++ {
 				k := uint32((i*7 + w*3) % keys)
 				if i%5 == 4 {
 					err := h.Delete(hmKey(k))
-					if err != nil && err != ErrNotFound {
+					if err != nil && err != transport.ErrNotFound {
 						report(err)
 						return
 					}
@@ -508,7 +510,7 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 		}(w, h)
 	}
 	var readers sync.WaitGroup
-	check := func(k uint32, v []byte) error {
+	expect := func(k uint32, v []byte) error {
 		gk, _, _, err := hmCheckValue(v)
 		if err == nil && gk != k {
 			err = fmt.Errorf("key %d holds a value of key %d", k, gk)
@@ -524,11 +526,11 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 			for !stop.Load() {
 				for k := uint32(0); k < keys; k++ {
 					n, err := h.Get(hmKey(k), buf)
-					if err == ErrNotFound {
+					if err == transport.ErrNotFound {
 						continue
 					}
 					if err == nil {
-						err = check(k, buf[:n])
+						err = expect(k, buf[:n])
 					}
 					if err != nil {
 						report(err)
@@ -541,7 +543,7 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 						report(fmt.Errorf("Range key %q", key))
 						return false
 					}
-					if err := check(k, v); err != nil {
+					if err := expect(k, v); err != nil {
 						report(err)
 						return false
 					}
@@ -576,7 +578,7 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 		got := "absent"
 		if err == nil {
 			got = string(buf[:n])
-		} else if err != ErrNotFound {
+		} else if err != transport.ErrNotFound {
 			t.Fatal(err)
 		}
 		ok := false
@@ -601,11 +603,11 @@ func TestHashMapConcurrentWriters(t *testing.T) {
 func TestHashMapNoDuplicateInserts(t *testing.T) {
 	const keys, workers, vs = 4, 4, 16 << 10
 	rounds := 300
-	if raceEnabled {
+	if proctest.RaceEnabled {
 		rounds = 60
 	}
-	m := newHashMap(t, HashMapConfig{Capacity: 16, KeySize: 16, ValueSize: vs, Participants: 8})
-	handles := []*HashMap{m}
+	m := newHashMap(t, Config{Capacity: 16, KeySize: 16, ValueSize: vs, Participants: 8})
+	handles := []*Map{m}
 	for len(handles) < workers {
 		handles = append(handles, openHashMap(t, m.Path()))
 	}
@@ -617,7 +619,7 @@ func TestHashMapNoDuplicateInserts(t *testing.T) {
 		for _, h := range handles {
 			ready.Add(1)
 			done.Add(1)
-			go func(h *HashMap) {
+			go func(h *Map) {
 				defer done.Done()
 				ready.Done()
 				<-start
@@ -656,22 +658,22 @@ func TestHashMapNoDuplicateInserts(t *testing.T) {
 
 // TestHashMapHomeLockHolders: a home lock held by a live participant is
 // waited for (here: it stays held, so the wait ends with
-// ErrDeadlineOrClose after hmHomeWaitMax); a word naming no possible
+// transport.ErrDeadlineOrClose after hmHomeWaitMax); a word naming no possible
 // holder is taken over.
 func TestHashMapHomeLockHolders(t *testing.T) {
 	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
 	hmHomeWaitMax = 30 * time.Millisecond
-	m := newHashMap(t, HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 8})
+	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8})
 	o := openHashMap(t, m.Path())
 	key := []byte("k")
 	home := m.home(layout.HashMapHash(key) & m.mask)
-	for _, held := range []uint64{o.myLock(), m.myLock()} { // another handle; this handle's other goroutine
+	for _, held := range []uint64{o.tab.MyLock(), m.tab.MyLock()} { // another handle; this handle's other goroutine
 		home.Store(held)
 		start := time.Now()
-		if _, err := m.Put(key, []byte("v")); !errors.Is(err, ErrDeadlineOrClose) {
+		if _, err := m.Put(key, []byte("v")); !errors.Is(err, transport.ErrDeadlineOrClose) {
 			t.Fatalf("Put under a live holder: %v", err)
 		}
-		if err := m.Delete(key); !errors.Is(err, ErrDeadlineOrClose) {
+		if err := m.Delete(key); !errors.Is(err, transport.ErrDeadlineOrClose) {
 			t.Fatalf("Delete under a live holder: %v", err)
 		}
 		if d := time.Since(start); d < 2*hmHomeWaitMax {

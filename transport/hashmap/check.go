@@ -1,10 +1,11 @@
-package transport
+package hashmap
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The hash map's Check and PlanRepair, and the findings its Repair
@@ -23,87 +24,87 @@ import (
 // word is judged as Scan judges it: a problem is reported only once the
 // word was read again and found unchanged across a fresh judgement of its
 // owner, so a live writer's lock is never reported.
-func (m *HashMap) Check() CheckReport {
-	rep := CheckReport{Path: m.Path(), Kind: layout.KindHashMap, Units: m.lay.Capacity, Participants: m.lay.Participants, Findings: []Finding{}}
+func (m *Map) Check() check.Report {
+	rep := check.Report{Path: m.Path(), Kind: layout.KindHashMap, Units: m.lay.Capacity, Participants: m.lay.Participants, Findings: []check.Finding{}}
 	if m.area == nil {
 		return rep
 	}
-	fs := findings{list: []Finding{}}
 	h := m.Header()
 	hdr := make([]byte, layout.HeaderSize)
 	copy(hdr, m.reg.Bytes())
-	checkReserved(&fs, h, hdr)
+	fs := append([]check.Finding{}, check.ReservedHeader(h, hdr)...)
 	base := uint64(h.HeaderSize)
 	if h.Minor == 0 {
 		const lo, hi = layout.HashMapOffRepairLock + 8, layout.HashMapOffParticipants
 		var res [hi - lo]byte
 		copy(res[:], m.area[lo:hi])
-		if !allZero(res[:]) {
-			fs.addf(ProblemReservedNonzero, "hashmap.reserved", base+lo, ActionNone, "reserved bytes %d-%d are not zero", base+lo, base+hi-1)
+		if res != [hi - lo]byte{} {
+			fs = append(fs, check.Finding{Problem: check.ProblemReservedNonzero, Location: "hashmap.reserved", Offset: base + lo, Owner: -1, Action: check.ActionNone,
+				Detail: fmt.Sprintf("reserved bytes %d-%d are not zero", base+lo, base+hi-1)})
 		}
 	}
 	peers := m.Peers()
 	held := make([]int, len(peers)) // orphaned buckets and home locks a repair recovers, by entry
 	for i := uint64(0); i < m.lay.Capacity; i++ {
-		if br := m.judgeBucket(i, peers); br.Problem != HashMapOK {
+		if br := m.judgeBucket(i, peers); br.Problem != OK {
 			f := m.bucketFinding(base, br, false)
-			if f.Action != ActionNone {
+			if f.Action != check.ActionNone {
 				held[br.Owner]++
 			}
-			fs.add(f)
+			fs = append(fs, f)
 		}
-		if hr, ok := m.judgeHome(i, peers); ok && hr.Problem != HashMapOK {
+		if hr, ok := m.judgeHome(i, peers); ok && hr.Problem != OK {
 			if hr.Holder >= 0 && hr.Dead {
 				held[hr.Holder]++
 			}
-			fs.add(m.homeFinding(base, hr, false))
+			fs = append(fs, m.homeFinding(base, hr, false))
 		}
 	}
-	m.checkPeers(&fs, base, peers, "hashmap.repair_lock", layout.HashMapOffRepairLock,
-		func(i int) int { return held[i] }, "marked dead, what it held not yet rolled back")
-	rep.Findings = fs.list
+	fs = append(fs, m.tab.Check(base, peers, "hashmap.repair_lock", layout.HashMapOffRepairLock,
+		func(i int) int { return held[i] }, "marked dead, what it held not yet rolled back")...)
+	rep.Findings = fs
 	return rep
 }
 
 // PlanRepair is what a Repair would do now: Check's findings that a
 // repair acts on, in Check's order (Repair takes over the repair lock
-// first, so its report lists ActionTakeOverLock first).
-func (m *HashMap) PlanRepair() []Finding { return m.Check().Plan() }
+// first, so its report lists check.ActionTakeOverLock first).
+func (m *Map) PlanRepair() []check.Finding { return m.Check().Plan() }
 
-// bucketFinding words the bucket problem br (not HashMapOK) and says what
+// bucketFinding words the bucket problem br (not OK) and says what
 // a repair does about it (done: what Repair did): a bucket whose owner's
 // entry is proven dead is rolled back (an insert made a tombstone, a
 // locked entry unlocked, also when its lengths are corrupt); everything
 // else is left alone.
-func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport, done bool) Finding {
-	f := Finding{Location: fmt.Sprintf("bucket[%d].ctl", br.Index), Offset: base + m.lay.BucketOff(br.Index), Raw: br.Raw,
-		Owner: br.Owner, OwnerID: br.OwnerID, Verdict: br.Verdict, Dead: br.Dead, Action: ActionNone}
+func (m *Map) bucketFinding(base uint64, br BucketReport, done bool) check.Finding {
+	f := check.Finding{Location: fmt.Sprintf("bucket[%d].ctl", br.Index), Offset: base + m.lay.BucketOff(br.Index), Raw: br.Raw,
+		Owner: br.Owner, OwnerID: br.OwnerID, Verdict: br.Verdict, Dead: br.Dead, Action: check.ActionNone}
 	by := fmt.Sprintf("participant %d, %s, proven dead (%s)", br.Owner, br.OwnerID, br.Verdict)
 	switch br.Problem {
-	case HashMapOrphanedInsert, HashMapOrphanedLock:
-		f.Problem = ProblemOrphanedInsert
+	case OrphanedInsert, OrphanedLock:
+		f.Problem = check.ProblemOrphanedInsert
 		what := "key being inserted by"
-		if br.Problem == HashMapOrphanedLock {
-			f.Problem, what = ProblemOrphanedLock, "entry locked for an update or delete by"
+		if br.Problem == OrphanedLock {
+			f.Problem, what = check.ProblemOrphanedLock, "entry locked for an update or delete by"
 		}
 		switch {
 		case !br.Dead:
 			// Stamped with an entry being claimed: the claimer rolls it
 			// back before it writes; a repair does not count it dead.
 			f.Detail = fmt.Sprintf("%s participant %d, an earlier owner of the entry a new process is claiming now: that process rolls it back as it attaches; a repair leaves it", what, br.Owner)
-		case br.Problem == HashMapOrphanedInsert:
-			f.Action = ActionTombstone
+		case br.Problem == OrphanedInsert:
+			f.Action = check.ActionTombstone
 			f.Detail = fmt.Sprintf("%s %s, and the insert never returned: %s (nobody was promised the entry)", what, by, remedy(done, "a repair makes the bucket a tombstone", "made a tombstone"))
 		default:
-			f.Action = ActionUnlock
+			f.Action = check.ActionUnlock
 			f.Detail = fmt.Sprintf("%s %s, which never returned: %s (the entry keeps its old value)", what, by, remedy(done, "a repair unlocks it", "unlocked"))
 		}
 	default:
-		f.Problem = ProblemCorruptBucket
+		f.Problem = check.ProblemCorruptBucket
 		w := layout.UnpackHashMapWord(br.Raw)
 		why := strings.TrimPrefix(br.Err, "layout: ")
 		if br.Dead && w.State == layout.BucketFull && w.Validate(&m.lay) == nil {
-			f.Action = ActionUnlock
+			f.Action = check.ActionUnlock
 			f.Detail = fmt.Sprintf("word %#016x: %s; locked by %s: %s (the lengths stay as they are)", br.Raw, why, by, remedy(done, "a repair unlocks it", "unlocked"))
 		} else {
 			f.Detail = fmt.Sprintf("word %#016x, which no map operation writes (%s): left alone", br.Raw, why)
@@ -112,25 +113,25 @@ func (m *HashMap) bucketFinding(base uint64, br HashMapBucketReport, done bool) 
 	return f
 }
 
-// homeFinding words the home lock problem hr (not HashMapOK; done: Repair
+// homeFinding words the home lock problem hr (not OK; done: Repair
 // released it). A repair releases every home lock whose holder is not
 // alive, also one naming no entry.
-func (m *HashMap) homeFinding(base uint64, hr HashMapHomeLockReport, done bool) Finding {
-	f := Finding{Location: fmt.Sprintf("bucket[%d].home_lock", hr.Bucket), Offset: base + m.lay.BucketOff(hr.Bucket) + layout.HashMapBucketHomeLock,
-		Raw: hr.Raw, Owner: hr.Holder, OwnerID: hr.HolderID, Verdict: hr.Verdict, Dead: hr.Dead, Action: ActionReleaseHome}
+func (m *Map) homeFinding(base uint64, hr HomeLockReport, done bool) check.Finding {
+	f := check.Finding{Location: fmt.Sprintf("bucket[%d].home_lock", hr.Bucket), Offset: base + m.lay.BucketOff(hr.Bucket) + layout.HashMapBucketHomeLock,
+		Raw: hr.Raw, Owner: hr.Holder, OwnerID: hr.HolderID, Verdict: hr.Verdict, Dead: hr.Dead, Action: check.ActionReleaseHome}
 	release := remedy(done, "a repair releases it", "released")
-	if hr.Problem == HashMapCorrupt {
-		f.Problem = ProblemBadHomeLock
+	if hr.Problem == Corrupt {
+		f.Problem = check.ProblemBadHomeLock
 		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: %s", hr.Raw, m.lay.Participants, release)
 		return f
 	}
-	f.Problem = ProblemOrphanedHome
+	f.Problem = check.ProblemOrphanedHome
 	if hr.Dead {
 		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): %s", hr.Holder, hr.HolderID, hr.Verdict, release)
 		return f
 	}
 	r := layout.UnpackRole(hr.Raw & layout.HashMapHomeHolderMask)
-	c := layout.UnpackPeer(m.entry(uint64(hr.Holder)).ctl.Load())
+	c := layout.UnpackPeer(m.tab.Entry(uint64(hr.Holder)).Ctl.Load())
 	f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry now %s at generation %d, which holds no home lock: %s",
 		hr.Holder, r.Gen, layout.PeerStateName(c.State), c.Gen, release)
 	return f
@@ -146,14 +147,14 @@ func remedy(done bool, plan, did string) string {
 
 // tookOverLock is Repair's finding for the repair lock word prev it took
 // over.
-func (m *HashMap) tookOverLock(base, prev uint64) Finding {
-	f := Finding{Problem: ProblemRepairLock, Location: "hashmap.repair_lock", Offset: base + layout.HashMapOffRepairLock, Raw: prev, Owner: -1, Action: ActionTakeOverLock}
-	if layout.ValidateRole(prev, m.n) != nil {
-		f.Detail = fmt.Sprintf("word %#016x named no entry of the table of %d participants: taken over", prev, m.n)
+func (m *Map) tookOverLock(base, prev uint64) check.Finding {
+	f := check.Finding{Problem: check.ProblemRepairLock, Location: "hashmap.repair_lock", Offset: base + layout.HashMapOffRepairLock, Raw: prev, Owner: -1, Action: check.ActionTakeOverLock}
+	if layout.ValidateRole(prev, m.tab.Len()) != nil {
+		f.Detail = fmt.Sprintf("word %#016x named no entry of the table of %d participants: taken over", prev, m.tab.Len())
 		return f
 	}
 	r := layout.UnpackRole(prev)
-	p, _ := m.status(uint64(r.Index()))
+	p, _ := m.tab.Status(uint64(r.Index()))
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
 	if p.Dead {
 		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): taken over, its work finished", r.Index(), p.ID, p.Reason)
@@ -164,9 +165,9 @@ func (m *HashMap) tookOverLock(base, prev uint64) Finding {
 }
 
 // freedEntry is Repair's finding for the dead participant p it freed.
-func (m *HashMap) freedEntry(base uint64, p PeerStatus) Finding {
-	return Finding{Problem: ProblemDeadParticipant, Location: fmt.Sprintf("participant[%d].ctl", p.Index),
-		Offset: base + m.lay.ParticipantOff(uint64(p.Index)), Raw: m.entry(uint64(p.Index)).ctl.Load(),
-		Owner: p.Index, OwnerID: p.ID, Verdict: p.Reason, Dead: true, Action: ActionFreeEntry,
+func (m *Map) freedEntry(base uint64, p check.Peer) check.Finding {
+	return check.Finding{Problem: check.ProblemDeadParticipant, Location: fmt.Sprintf("participant[%d].ctl", p.Index),
+		Offset: base + m.lay.ParticipantOff(uint64(p.Index)), Raw: m.tab.Entry(uint64(p.Index)).Ctl.Load(),
+		Owner: p.Index, OwnerID: p.ID, Verdict: p.Reason, Dead: true, Action: check.ActionFreeEntry,
 		Detail: fmt.Sprintf("%s entry of %s, proven dead (%s): marked dead and freed", p.State, p.ID, p.Reason)}
 }

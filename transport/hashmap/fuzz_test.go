@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"encoding/binary"
@@ -9,12 +9,16 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/memfuzz"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
 // FuzzHashMapMemory treats the hash map file as hostile input, as the
 // package promises to: a real map with entries in mixed states (full,
 // updated, deleted, never used) has the fuzz input written over its bytes,
-// and then every operation must return (within fuzzRun's deadline, so
+// and then every operation must return (within hmFuzzDeadline, so
 // livelocks are found rather than hung on), must not panic, may fail only
 // with one of the documented errors, and must never return more bytes than
 // the map's sizes allow.
@@ -27,7 +31,7 @@ import (
 //
 // The target is the map's area (counters, repair lock, participant table,
 // buckets), or with hmFuzzHeader the 256-byte common header, in which case
-// OpenHashMap must fail whenever the header no longer decodes.
+// Open must fail whenever the header no longer decodes.
 func FuzzHashMapMemory(f *testing.F) {
 	for _, s := range hmFuzzSeeds() {
 		f.Add(s)
@@ -43,9 +47,11 @@ func FuzzHashMapMemory(f *testing.F) {
 const (
 	hmFuzzHeader   = 0x80 // patch the common header instead of the map's area
 	hmFuzzShortBuf = 0x02 // Get into a short buffer first
+
+	hmFuzzDeadline = 2 * time.Second // longest any single call may take
 )
 
-var hmFuzzConfig = HashMapConfig{Capacity: 8, KeySize: 8, ValueSize: 24, Participants: 4}
+var hmFuzzConfig = Config{Capacity: 8, KeySize: 8, ValueSize: 24, Participants: 4}
 
 func hmFuzzLayout() layout.HashMapLayout {
 	l, err := layout.NewHashMapLayout(hmFuzzConfig.geometry())
@@ -96,11 +102,11 @@ func hmFuzzSeeds() [][]byte {
 		hmFuzzSeed(bucket(5), 0, word(layout.HashMapWord{State: layout.BucketFull, Owner: 3})),      // locked by a free entry
 		hmFuzzSeed(bucket(0)+layout.HashMapBucketKeyLen, 0, hmLE32(1000)),                           // key length past the key size
 		hmFuzzSeed(bucket(0)+layout.HashMapBucketValLen0, hmFuzzShortBuf, hmLE32(24), hmLE32(1<<31)),
-		hmFuzzSeed(bucket(6)+layout.HashMapBucketHomeLock, 0, hmLE64(lockValue(1, 0))), // home lock "held" by the live creator
-		hmFuzzSeed(bucket(7)+layout.HashMapBucketHomeLock, 0, hmLE64(0xffff)),          // home lock naming nobody
+		hmFuzzSeed(bucket(6)+layout.HashMapBucketHomeLock, 0, hmLE64(peers.LockValue(1, 0))), // home lock "held" by the live creator
+		hmFuzzSeed(bucket(7)+layout.HashMapBucketHomeLock, 0, hmLE64(0xffff)),                // home lock naming nobody
 		// A dead participant holding a locked bucket, an insert and a home lock.
 		hmFuzzSeed(entry(1), 0, deadPeer, make([]byte, bucket(0)-entry(2)),
-			word(layout.HashMapWord{State: layout.BucketFull, Owner: 2, Version: 5}), hmLE64(lockValue(2, 3))),
+			word(layout.HashMapWord{State: layout.BucketFull, Owner: 2, Version: 5}), hmLE64(peers.LockValue(2, 3))),
 		hmFuzzSeed(entry(1), 0, deadPeer),
 		hmFuzzSeed(layout.HashMapOffRepairLock, 0, hmLE64(0x3ff)),    // repair lock held by nobody
 		hmFuzzSeed(layout.HashMapOffRepairLock, 0, hmLE64(1)),        // repair lock "held" by the creator
@@ -116,7 +122,7 @@ func hmFuzzSeeds() [][]byte {
 
 // hmFuzzErrs are the errors map operations may return on corrupt memory.
 var hmFuzzErrs = []error{
-	ErrCorrupt, ErrNotFound, ErrFull, ErrShortBuffer, ErrRepairBusy, ErrTooManyPeers, ErrDeadlineOrClose,
+	transport.ErrCorrupt, transport.ErrNotFound, transport.ErrFull, transport.ErrShortBuffer, transport.ErrRepairBusy, transport.ErrTooManyPeers, transport.ErrDeadlineOrClose,
 	layout.ErrInvalid, layout.ErrTooShort, layout.ErrBadMagic, layout.ErrVersionMismatch,
 	layout.ErrChecksum, layout.ErrUnknownKind, layout.ErrWrongKind, layout.ErrGeometry, layout.ErrBucketCorrupt,
 	shm.ErrNotRegular, shm.ErrTruncated, shm.ErrSizeMismatch, shm.ErrNotReady, shm.ErrBadOffset,
@@ -139,7 +145,7 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 	hmHomeWaitMax = 20 * time.Millisecond // a home lock "held" by a live participant gives up quickly
 
 	path := hashMapPath(t)
-	m, err := CreateHashMap(path, hmFuzzConfig)
+	m, err := Create(path, hmFuzzConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,23 +167,23 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 	m.Put(hmKey(3), []byte("third, a longer value"))
 	m.Put(hmKey(3), []byte(""))
 
-	mode, mustFail := fuzzOverlay(t, path, m.Header(), layout.KindHashMap, data, hmFuzzHeader)
+	mode, mustFail := memfuzz.Overlay(t, path, m.Header(), layout.KindHashMap, data, hmFuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
 	ks, vs := int(hmFuzzConfig.KeySize), int(hmFuzzConfig.ValueSize)
 
-	fuzzRun(t, func(step func(string)) (problems []string) {
+	memfuzz.Run(t, hmFuzzDeadline, func(step func(string)) (problems []string) {
 		bad := func(what string, err error) {
 			if !hmFuzzErrOK(err) {
 				problems = append(problems, fmt.Sprintf("%s: unexpected error %v", what, err))
 			}
 		}
-		check := func(ok bool, format string, args ...any) {
+		expect := func(ok bool, format string, args ...any) {
 			if !ok {
 				problems = append(problems, fmt.Sprintf(format, args...))
 			}
 		}
 		buf := make([]byte, 4096)
-		reads := func(h *HashMap, who string) {
+		reads := func(h *Map, who string) {
 			for k := uint32(0); k < 7; k++ {
 				step(who + " Get")
 				b := buf
@@ -186,40 +192,40 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 				}
 				n, err := h.Get(hmKey(k), b)
 				bad(who+" Get", err)
-				check(n >= 0 && n <= vs && (err != nil || n <= len(b)), "%s Get returned %d bytes (value size %d, buffer %d)", who, n, vs, len(b))
+				expect(n >= 0 && n <= vs && (err != nil || n <= len(b)), "%s Get returned %d bytes (value size %d, buffer %d)", who, n, vs, len(b))
 			}
 			step(who + " Range")
 			err := h.Range(func(key, v []byte) bool {
-				check(len(key) <= ks && len(v) <= vs, "%s Range: key of %d bytes, value of %d", who, len(key), len(v))
+				expect(len(key) <= ks && len(v) <= vs, "%s Range: key of %d bytes, value of %d", who, len(key), len(v))
 				return true
 			})
 			bad(who+" Range", err)
 			step(who + " Len")
-			check(h.Len() >= 0 && uint64(h.Len()) <= h.Capacity(), "%s Len %d", who, h.Len())
+			expect(h.Len() >= 0 && uint64(h.Len()) <= h.Capacity(), "%s Len %d", who, h.Len())
 			step(who + " Scan")
-			hmFuzzCheckScan(h.Scan(), h, check)
+			hmFuzzCheckScan(h.Scan(), h, expect)
 		}
 
-		step("OpenHashMapReadOnly")
-		ro, err := OpenHashMapReadOnly(path, openOpts...)
-		check(mustFail == (err != nil), "OpenHashMapReadOnly: %v, header should fail: %v", err, mustFail)
-		bad("OpenHashMapReadOnly", err)
+		step("OpenReadOnly")
+		ro, err := OpenReadOnly(path, openOpts...)
+		expect(mustFail == (err != nil), "OpenReadOnly: %v, header should fail: %v", err, mustFail)
+		bad("OpenReadOnly", err)
 		if err == nil {
 			reads(ro, "read-only")
 			step("read-only Put")
 			_, perr := ro.Put([]byte("x"), nil)
-			check(perr == ErrNotAttached, "read-only Put: %v", perr)
+			expect(perr == transport.ErrNotAttached, "read-only Put: %v", perr)
 			step("read-only Repair")
 			_, rerr := ro.Repair()
-			check(rerr == ErrNotAttached, "read-only Repair: %v", rerr)
+			expect(rerr == transport.ErrNotAttached, "read-only Repair: %v", rerr)
 			step("read-only Close")
 			bad("read-only Close", ro.Close())
 		}
 
-		step("OpenHashMap")
-		o, err := OpenHashMap(path, openOpts...)
-		check(!mustFail || err != nil, "OpenHashMap accepted a header that does not decode")
-		bad("OpenHashMap", err)
+		step("Open")
+		o, err := Open(path, openOpts...)
+		expect(!mustFail || err != nil, "Open accepted a header that does not decode")
+		bad("Open", err)
 		if err == nil {
 			for round := 0; round < 3; round++ {
 				reads(o, "attached")
@@ -235,7 +241,7 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 				step("Repair")
 				rep, err := o.Repair()
 				bad("Repair", err)
-				check(rep.Count(ActionTombstone)+rep.Count(ActionUnlock) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4 && rep.Count(ActionReleaseHome) <= int(o.Capacity()),
+				expect(rep.Count(check.ActionTombstone)+rep.Count(check.ActionUnlock) <= int(o.Capacity()) && len(rep.DeadPeers) <= 4 && rep.Count(check.ActionReleaseHome) <= int(o.Capacity()),
 					"Repair report %+v", rep)
 			}
 			step("Close")
@@ -260,22 +266,22 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 }
 
 // hmFuzzCheckScan checks that a scan accounts for every bucket once.
-func hmFuzzCheckScan(rep HashMapScanReport, m *HashMap, check func(bool, string, ...any)) {
+func hmFuzzCheckScan(rep ScanReport, m *Map, expect func(bool, string, ...any)) {
 	total := 0
 	corruptBuckets := 0
 	for s, n := range rep.States {
-		check(s.Valid(), "Scan counted invalid state %d", s)
+		expect(s.Valid(), "Scan counted invalid state %d", s)
 		total += n
 	}
 	for _, b := range rep.Buckets {
-		check(b.Index < m.Capacity(), "Scan reported bucket %d", b.Index)
-		if b.Problem == HashMapCorrupt {
+		expect(b.Index < m.Capacity(), "Scan reported bucket %d", b.Index)
+		if b.Problem == Corrupt {
 			corruptBuckets++
 		}
 	}
 	for _, h := range rep.HomeLocks {
-		check(h.Bucket < m.Capacity() && h.Holder < 4, "Scan reported home lock %+v", h)
+		expect(h.Bucket < m.Capacity() && h.Holder < 4, "Scan reported home lock %+v", h)
 	}
-	check(uint64(total+corruptBuckets) == m.Capacity(), "Scan accounted for %d of %d buckets", total+corruptBuckets, m.Capacity())
-	check(rep.Problems <= len(rep.Buckets)+len(rep.HomeLocks), "Scan: %d problems in %d reports", rep.Problems, len(rep.Buckets)+len(rep.HomeLocks))
+	expect(uint64(total+corruptBuckets) == m.Capacity(), "Scan accounted for %d of %d buckets", total+corruptBuckets, m.Capacity())
+	expect(rep.Problems <= len(rep.Buckets)+len(rep.HomeLocks), "Scan: %d problems in %d reports", rep.Problems, len(rep.Buckets)+len(rep.HomeLocks))
 }

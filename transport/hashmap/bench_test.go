@@ -1,9 +1,11 @@
-package transport
+package hashmap
 
 import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/shmkit/shmkit/transport"
 )
 
 // The hash map's hot paths (Get hit and miss, Put update, Put insert,
@@ -18,8 +20,8 @@ const (
 
 // hmBenchMap is a map of 1024 buckets, half full, with 64-byte values, and
 // the keys it holds and keys it does not.
-func hmBenchMap(tb testing.TB) (m *HashMap, present, absent [][]byte) {
-	m = newHashMap(tb, HashMapConfig{Capacity: 2 * hmBenchKeys, KeySize: 16, ValueSize: hmBenchValue})
+func hmBenchMap(tb testing.TB) (m *Map, present, absent [][]byte) {
+	m = newHashMap(tb, Config{Capacity: 2 * hmBenchKeys, KeySize: 16, ValueSize: hmBenchValue})
 	v := make([]byte, hmBenchValue)
 	for i := uint32(0); i < hmBenchKeys; i++ {
 		present = append(present, hmKey(i))
@@ -50,7 +52,7 @@ func BenchmarkHashMapGetMiss(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := m.Get(keys[i%hmBenchKeys], buf); err != ErrNotFound {
+		if _, err := m.Get(keys[i%hmBenchKeys], buf); err != transport.ErrNotFound {
 			b.Fatal(err)
 		}
 		i++
@@ -145,7 +147,7 @@ func TestHashMapZeroAllocs(t *testing.T) {
 			}
 		}},
 		{"Get miss", func() {
-			if _, err := m.Get(absent[i%hmBenchKeys], buf); err != ErrNotFound {
+			if _, err := m.Get(absent[i%hmBenchKeys], buf); err != transport.ErrNotFound {
 				t.Fatal(err)
 			}
 		}},
@@ -163,7 +165,7 @@ func TestHashMapZeroAllocs(t *testing.T) {
 			}
 		}},
 		{"Delete miss", func() {
-			if err := m.Delete(absent[i%hmBenchKeys]); err != ErrNotFound {
+			if err := m.Delete(absent[i%hmBenchKeys]); err != transport.ErrNotFound {
 				t.Fatal(err)
 			}
 		}},

@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"fmt"
@@ -7,39 +7,42 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
+	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
-// HashMapConfig is the geometry of a new hash map. Participants may be
+// Config is the geometry of a new hash map. Participants may be
 // zero (default 64); the other fields are required.
-type HashMapConfig struct {
+type Config struct {
 	Capacity     uint64 // buckets, a power of two in [2, 2^24]: the most keys the map holds
 	KeySize      uint32 // largest key in bytes, 1 to 1024
 	ValueSize    uint32 // largest value in bytes, 1 to 65536
 	Participants uint32 // size of the participant table, 1 to 1023 (default 64)
 }
 
-func (c HashMapConfig) geometry() layout.Geometry {
+func (c Config) geometry() layout.Geometry {
 	if c.Participants == 0 {
 		c.Participants = layout.HashMapDefaultPeers
 	}
 	return layout.HashMapGeometry(c.Capacity, c.KeySize, c.ValueSize, c.Participants)
 }
 
-func (c HashMapConfig) validGeometry(path string) (layout.Geometry, error) {
+func (c Config) validGeometry(path string) (layout.Geometry, error) {
 	g := c.geometry()
 	if _, err := layout.NewHashMapLayout(g); err != nil {
-		return g, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+		return g, fmt.Errorf("%w: %s: %v", transport.ErrInvalidConfig, path, err)
 	}
 	return g, nil
 }
 
-// HashMap is a fixed-capacity key/value map in a mapped file, shared by any
+// Map is a fixed-capacity key/value map in a mapped file, shared by any
 // number of goroutines and processes: a lookup table, a registry, a cache
 // of results that several processes fill and read. Keys and values are
 // byte strings of at most the configured sizes, stored with their exact
 // lengths. It is not a transport: there is no push or pop, no ordering
 // between keys and no waiting for a key to appear; and it never grows
-// (a full map refuses inserts with ErrFull).
+// (a full map refuses inserts with transport.ErrFull).
 //
 // Readers (Get, Range) are lock-free and never see a torn value: each
 // bucket keeps two copies of its value, a writer fills the inactive one and
@@ -47,7 +50,7 @@ func (c HashMapConfig) validGeometry(path string) (layout.Geometry, error) {
 // atomic store, and a reader that finds the bucket's control word changed
 // under it reads again. Writers of keys with the same home bucket are
 // serialised by that bucket's home lock, so a key is never inserted twice.
-// Like a Ring, a HashMap value is one participant: it is registered in the
+// Like a transport.Ring, a Map value is one participant: it is registered in the
 // file's participant table, every lock it takes names that registration,
 // and what a process killed mid-write leaves behind (a half-written insert,
 // update or delete, a held home lock) is rolled back on proof of its death,
@@ -56,7 +59,7 @@ func (c HashMapConfig) validGeometry(path string) (layout.Geometry, error) {
 //
 // All methods are safe for concurrent use, except Close, which must come
 // after every other call on the value has returned.
-type HashMap struct {
+type Map struct {
 	reg  *shm.Region
 	lay  layout.HashMapLayout
 	area shm.Words // the map's area: reg.Bytes()[header size:]; nil once closed
@@ -65,137 +68,137 @@ type HashMap struct {
 	live, inserts, updates, deletes     *atomic.Uint64
 	fullHits, rolledBack, homeTakeovers *atomic.Uint64
 	repairs                             *atomic.Uint64
-	peerTable                           // participants, the repair lock, and our entry (self)
+	tab                                 peers.Table // participants, the repair lock, and our entry (tab.Self)
 	id                                  uint64
 	homeSeq                             atomic.Uint64 // home lock acquisitions by this handle (homeValue)
 }
 
-// CreateHashMap creates a hash map file at path (a bare name lives in
-// /dev/shm). shm options set the mode and so on. The returned HashMap is
+// Create creates a hash map file at path (a bare name lives in
+// /dev/shm). shm options set the mode and so on. The returned Map is
 // attached.
-func CreateHashMap(path string, cfg HashMapConfig, opts ...shm.Option) (*HashMap, error) {
+func Create(path string, cfg Config, opts ...shm.Option) (*Map, error) {
 	g, err := cfg.validGeometry(path)
 	if err != nil {
 		return nil, err
 	}
-	return shm.CreateAs(path, shm.Spec{Kind: layout.KindHashMap, Geometry: g}, attachHashMap, opts...)
+	return shm.CreateAs(path, shm.Spec{Kind: layout.KindHashMap, Geometry: g}, attachMap, opts...)
 }
 
-// OpenHashMap opens an existing hash map and attaches to it (with
+// Open opens an existing hash map and attaches to it (with
 // shm.ReadOnly(), it maps the file without attaching, as
-// OpenHashMapReadOnly does).
-func OpenHashMap(path string, opts ...shm.Option) (*HashMap, error) {
-	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHashMap}, func(reg *shm.Region) (*HashMap, error) {
+// OpenReadOnly does).
+func Open(path string, opts ...shm.Option) (*Map, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHashMap}, func(reg *shm.Region) (*Map, error) {
 		if reg.ReadOnly() {
-			return viewHashMap(reg)
+			return viewMap(reg)
 		}
-		return attachHashMap(reg)
+		return attachMap(reg)
 	}, opts...)
 }
 
-// OpenOrCreateHashMap opens the hash map at path, creating it with cfg if
+// OpenOrCreate opens the hash map at path, creating it with cfg if
 // it does not exist. Racing processes all end up attached to one map.
-func OpenOrCreateHashMap(path string, cfg HashMapConfig, opts ...shm.Option) (*HashMap, bool, error) {
+func OpenOrCreate(path string, cfg Config, opts ...shm.Option) (*Map, bool, error) {
 	g, err := cfg.validGeometry(path)
 	if err != nil {
 		return nil, false, err
 	}
-	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindHashMap, Geometry: g}, attachHashMap, opts...)
+	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindHashMap, Geometry: g}, attachMap, opts...)
 }
 
-// OpenHashMapReadOnly maps a hash map read-only without attaching: Get,
+// OpenReadOnly maps a hash map read-only without attaching: Get,
 // Range, Len, Counters, Peers and Scan work; Put, Delete and Repair return
-// ErrNotAttached.
-func OpenHashMapReadOnly(path string, opts ...shm.Option) (*HashMap, error) {
-	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHashMap}, viewHashMap, append(opts, shm.ReadOnly())...)
+// transport.ErrNotAttached.
+func OpenReadOnly(path string, opts ...shm.Option) (*Map, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHashMap}, viewMap, append(opts, shm.ReadOnly())...)
 }
 
-func viewHashMap(reg *shm.Region) (*HashMap, error) {
+func viewMap(reg *shm.Region) (*Map, error) {
 	h := reg.Header()
 	lay, err := layout.NewHashMapLayout(h.Geometry)
 	if err != nil { // layout.Decode already validated it; be certain
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, reg.Path(), err)
+		return nil, fmt.Errorf("%w: %s: %v", transport.ErrCorrupt, reg.Path(), err)
 	}
-	m := &HashMap{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	m := &Map{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
 	if uint64(len(m.area)) != lay.BodySize {
-		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(m.area), lay.BodySize)
+		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", transport.ErrCorrupt, reg.Path(), len(m.area), lay.BodySize)
 	}
 	if uintptr(unsafe.Pointer(&m.area[0]))%layout.CacheLine != 0 {
-		return nil, fmt.Errorf("%w: %s: hash map area not cache-line aligned", ErrCorrupt, reg.Path())
+		return nil, fmt.Errorf("%w: %s: hash map area not cache-line aligned", transport.ErrCorrupt, reg.Path())
 	}
 	u64 := m.area.U64
 	m.live, m.inserts, m.updates, m.deletes = u64(layout.HashMapOffLive), u64(layout.HashMapOffInserts), u64(layout.HashMapOffUpdates), u64(layout.HashMapOffDeletes)
 	m.fullHits, m.rolledBack, m.homeTakeovers = u64(layout.HashMapOffFullHits), u64(layout.HashMapOffRolledBack), u64(layout.HashMapOffHomeTakeovers)
 	m.repairs = u64(layout.HashMapOffRepairs)
-	m.peerTable = newPeerTable(m.area, layout.HashMapOffParticipants, lay.Participants, u64(layout.HashMapOffRepairLock), reg.Path())
+	m.tab = peers.New(m.area, layout.HashMapOffParticipants, lay.Participants, u64(layout.HashMapOffRepairLock), reg.Path())
 	m.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return m, nil
 }
 
-func attachHashMap(reg *shm.Region) (*HashMap, error) {
-	m, err := viewHashMap(reg)
+func attachMap(reg *shm.Region) (*Map, error) {
+	m, err := viewMap(reg)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.peerTable.attach(m.reclaimStamp); err != nil {
+	if err := m.tab.Attach(m.reclaimStamp); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // ID identifies the map's file (layout.FileID).
-func (m *HashMap) ID() uint64 { return m.id }
+func (m *Map) ID() uint64 { return m.id }
 
 // Path returns the map file's path.
-func (m *HashMap) Path() string { return m.reg.Path() }
+func (m *Map) Path() string { return m.reg.Path() }
 
 // Header returns the file's decoded common header.
-func (m *HashMap) Header() layout.Header { return m.reg.Header() }
+func (m *Map) Header() layout.Header { return m.reg.Header() }
 
 // Capacity returns the number of buckets: the most keys the map holds.
-func (m *HashMap) Capacity() uint64 { return m.lay.Capacity }
+func (m *Map) Capacity() uint64 { return m.lay.Capacity }
 
 // KeySize returns the largest key the map stores, in bytes.
-func (m *HashMap) KeySize() int { return int(m.lay.KeySize) }
+func (m *Map) KeySize() int { return int(m.lay.KeySize) }
 
 // ValueSize returns the largest value the map stores, in bytes: a Get
 // buffer of this size always suffices.
-func (m *HashMap) ValueSize() int { return int(m.lay.ValueSize) }
+func (m *Map) ValueSize() int { return int(m.lay.ValueSize) }
 
 // Participant returns this handle's participant index, or -1 if it is not
 // attached (read-only or closed).
-func (m *HashMap) Participant() int { return int(m.self) - 1 }
+func (m *Map) Participant() int { return int(m.tab.Self) - 1 }
 
 // Peers reports every participant entry (none once closed).
-func (m *HashMap) Peers() []PeerStatus {
+func (m *Map) Peers() []check.Peer {
 	if m.area == nil {
 		return nil
 	}
-	return m.all()
+	return m.tab.All()
 }
 
 // Close detaches from the participant table and unmaps the file. Entries
 // stay in the file. No lock is held between calls, so there is nothing
 // else to release.
-func (m *HashMap) Close() error {
+func (m *Map) Close() error {
 	if m.area == nil {
 		return nil
 	}
-	if m.self != 0 {
-		m.release(false)
+	if m.tab.Self != 0 {
+		m.tab.Release(false)
 	}
 	m.area = nil
 	return m.reg.Close()
 }
 
-// HashMapCounters is a snapshot of the map's statistics, read without
+// Counters is a snapshot of the map's statistics, read without
 // stopping anyone (each counter atomically; together not a consistent cut).
-type HashMapCounters struct {
+type Counters struct {
 	Live          uint64 // entries published and not deleted (see Len)
 	Inserts       uint64 // keys inserted
 	Updates       uint64 // values replaced in place
 	Deletes       uint64 // keys deleted
-	FullHits      uint64 // inserts refused with ErrFull
+	FullHits      uint64 // inserts refused with transport.ErrFull
 	RolledBack    uint64 // buckets of dead writers rolled back (Repair, attach, or inline)
 	HomeTakeovers uint64 // home locks taken over or released from dead holders
 	Repairs       uint64 // Repair passes that changed something
@@ -204,11 +207,11 @@ type HashMapCounters struct {
 // Counters reads the map's counters. Live is counted after each publish, so
 // a writer killed between publishing and counting leaves it off by one; Len
 // counts the buckets instead.
-func (m *HashMap) Counters() HashMapCounters {
+func (m *Map) Counters() Counters {
 	if m.area == nil {
-		return HashMapCounters{}
+		return Counters{}
 	}
-	return HashMapCounters{
+	return Counters{
 		Live: m.live.Load(), Inserts: m.inserts.Load(), Updates: m.updates.Load(), Deletes: m.deletes.Load(),
 		FullHits: m.fullHits.Load(), RolledBack: m.rolledBack.Load(), HomeTakeovers: m.homeTakeovers.Load(),
 		Repairs: m.repairs.Load(),
@@ -220,7 +223,7 @@ func (m *HashMap) Counters() HashMapCounters {
 // whenever no writer runs, also after crashes; under concurrent writers it
 // is a count some entries were in while it ran. Counters().Live is the O(1)
 // estimate.
-func (m *HashMap) Len() int {
+func (m *Map) Len() int {
 	if m.area == nil {
 		return 0
 	}
@@ -237,37 +240,37 @@ func (m *HashMap) Len() int {
 // never an index read from the mapping; lengths passed in are validated
 // against the sizes by the callers.
 
-func (m *HashMap) ctl(i uint64) *atomic.Uint64 { return m.area.U64(m.lay.BucketOff(i & m.mask)) }
+func (m *Map) ctl(i uint64) *atomic.Uint64 { return m.area.U64(m.lay.BucketOff(i & m.mask)) }
 
-func (m *HashMap) home(i uint64) *atomic.Uint64 {
+func (m *Map) home(i uint64) *atomic.Uint64 {
 	return m.area.U64(m.lay.BucketOff(i&m.mask) + layout.HashMapBucketHomeLock)
 }
 
-func (m *HashMap) keyLen(i uint64) *atomic.Uint32 {
+func (m *Map) keyLen(i uint64) *atomic.Uint32 {
 	return m.area.U32(m.lay.BucketOff(i&m.mask) + layout.HashMapBucketKeyLen)
 }
 
-func (m *HashMap) valueLen(i uint64, c uint8) *atomic.Uint32 {
+func (m *Map) valueLen(i uint64, c uint8) *atomic.Uint32 {
 	return m.area.U32(m.lay.ValueLenOff(i&m.mask, c))
 }
 
 // keyBytes returns bucket i's key bytes [0, n), n <= KeySize.
-func (m *HashMap) keyBytes(i uint64, n uint32) []byte {
+func (m *Map) keyBytes(i uint64, n uint32) []byte {
 	off := m.lay.KeyOff(i & m.mask)
 	return m.area[off : off+uint64(n) : off+m.lay.KeySize]
 }
 
 // valueBytes returns bucket i's value copy c, bytes [0, n), n <= ValueSize.
-func (m *HashMap) valueBytes(i uint64, c uint8, n uint32) []byte {
+func (m *Map) valueBytes(i uint64, c uint8, n uint32) []byte {
 	off := m.lay.ValueOff(i&m.mask, c)
 	return m.area[off : off+uint64(n) : off+m.lay.ValueSize]
 }
 
 // corruptBucket wraps a bad bucket as an error naming the file and bucket.
-func (m *HashMap) corruptBucket(i, raw uint64, err error) error {
-	return fmt.Errorf("%w: %s: bucket %d word %#016x: %v", ErrCorrupt, m.Path(), i&m.mask, raw, err)
+func (m *Map) corruptBucket(i, raw uint64, err error) error {
+	return fmt.Errorf("%w: %s: bucket %d word %#016x: %v", transport.ErrCorrupt, m.Path(), i&m.mask, raw, err)
 }
 
-func (m *HashMap) tooLarge(what string, n int, limit uint64) error {
-	return fmt.Errorf("%w: %s: %s of %d bytes, the limit is %d", ErrTooLarge, m.Path(), what, n, limit)
+func (m *Map) tooLarge(what string, n int, limit uint64) error {
+	return fmt.Errorf("%w: %s: %s of %d bytes, the limit is %d", transport.ErrTooLarge, m.Path(), what, n, limit)
 }

@@ -1,4 +1,4 @@
-package transport_test
+package hashmap_test
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/hashmap"
 )
 
-func ExampleHashMap() {
+func ExampleMap() {
 	// A bare name lives in /dev/shm. Other processes open it with
-	// OpenHashMap and see the same entries.
+	// Open and see the same entries.
 	name := fmt.Sprintf("shmkit-example-hashmap-%d", os.Getpid())
-	m, err := transport.CreateHashMap(name, transport.HashMapConfig{Capacity: 64, KeySize: 32, ValueSize: 128})
+	m, err := hashmap.Create(name, hashmap.Config{Capacity: 64, KeySize: 32, ValueSize: 128})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package transport
+package hashmap
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/internal/spin"
 )
 
 // The hash map's operations. The state machine and the argument that a
@@ -45,15 +47,15 @@ const (
 )
 
 // Get copies the value stored under key into buf and returns its length.
-// An absent key gives ErrNotFound (not wrapped: a miss is an ordinary
+// An absent key gives transport.ErrNotFound (not wrapped: a miss is an ordinary
 // outcome and allocates nothing). A buf shorter than the value gets the
-// value's length and ErrShortBuffer; a buf of ValueSize bytes always
+// value's length and transport.ErrShortBuffer; a buf of ValueSize bytes always
 // suffices. Get takes no lock and never writes to the file: it works on
 // read-only maps, and it returns a value that was stored under key at
 // some instant during the call, never a mixture of two.
-func (m *HashMap) Get(key, buf []byte) (int, error) {
+func (m *Map) Get(key, buf []byte) (int, error) {
 	if m.area == nil {
-		return 0, ErrNotAttached
+		return 0, transport.ErrNotAttached
 	}
 	if uint64(len(key)) > m.lay.KeySize {
 		return 0, m.tooLarge("key", len(key), m.lay.KeySize)
@@ -67,17 +69,17 @@ func (m *HashMap) Get(key, buf []byte) (int, error) {
 		case what == hmFound:
 			return n, nil
 		case what == hmStop:
-			return 0, ErrNotFound
+			return 0, transport.ErrNotFound
 		}
 	}
-	return 0, ErrNotFound
+	return 0, transport.ErrNotFound
 }
 
 // getAt reads bucket i for Get: the control word once, then the key and
 // the active copy, then the control word again; a change in between
 // (other than a lock taken or dropped, or one publish of the other copy)
 // means a writer interfered, and the bucket is read again.
-func (m *HashMap) getAt(i uint64, key, buf []byte) (int, int, error) {
+func (m *Map) getAt(i uint64, key, buf []byte) (int, int, error) {
 	ctl := m.ctl(i)
 	for attempt := 0; ; attempt++ {
 		raw := ctl.Load()
@@ -112,7 +114,7 @@ func (m *HashMap) getAt(i uint64, key, buf []byte) (int, int, error) {
 		case !match:
 			return 0, hmNext, nil
 		case int(vl) > len(buf):
-			return int(vl), hmFound, fmt.Errorf("%w: %s: value of %d bytes, buffer of %d", ErrShortBuffer, m.Path(), vl, len(buf))
+			return int(vl), hmFound, fmt.Errorf("%w: %s: value of %d bytes, buffer of %d", transport.ErrShortBuffer, m.Path(), vl, len(buf))
 		}
 		return n, hmFound, nil
 	}
@@ -135,12 +137,12 @@ func hmStable(raw, again uint64) bool {
 
 // readBackoff pauses before a re-read, and gives up on a bucket that
 // changed under every one of hmReadRetries reads.
-func (m *HashMap) readBackoff(i, raw uint64, attempt int) error {
+func (m *Map) readBackoff(i, raw uint64, attempt int) error {
 	switch {
 	case attempt >= hmReadRetries:
 		return m.corruptBucket(i, raw, fmt.Errorf("changed during each of %d reads", attempt))
 	case attempt < 8:
-		spinPause()
+		spin.Pause()
 	default:
 		runtime.Gosched()
 	}
@@ -158,11 +160,11 @@ func (m *HashMap) readBackoff(i, raw uint64, attempt int) error {
 // call may or may not be reported, and a value updated during the call may
 // be reported old or new. A key deleted and inserted again during the call
 // may be reported twice (it may land in another bucket). Range returns
-// ErrCorrupt, after reporting the entries before it, at a bucket that no
+// transport.ErrCorrupt, after reporting the entries before it, at a bucket that no
 // map operation could have written.
-func (m *HashMap) Range(fn func(key, value []byte) bool) error {
+func (m *Map) Range(fn func(key, value []byte) bool) error {
 	if m.area == nil {
-		return ErrNotAttached
+		return transport.ErrNotAttached
 	}
 	buf := make([]byte, m.lay.KeySize+m.lay.ValueSize)
 	kbuf, vbuf := buf[:m.lay.KeySize], buf[m.lay.KeySize:]
@@ -180,7 +182,7 @@ func (m *HashMap) Range(fn func(key, value []byte) bool) error {
 
 // readEntry copies bucket i's key and active value into kbuf and vbuf
 // (KeySize and ValueSize bytes) if it holds an entry.
-func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok bool, err error) {
+func (m *Map) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok bool, err error) {
 	ctl := m.ctl(i)
 	for attempt := 0; ; attempt++ {
 		raw := ctl.Load()
@@ -213,8 +215,8 @@ func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok 
 
 // Put stores value under key, inserting the key if it is absent (inserted
 // reports which). Keys and values may be shorter than the configured
-// sizes; longer ones get ErrTooLarge. A map with no free bucket left on
-// the key's probe sequence (that is, none at all) gets ErrFull. Put is
+// sizes; longer ones get transport.ErrTooLarge. A map with no free bucket left on
+// the key's probe sequence (that is, none at all) gets transport.ErrFull. Put is
 // atomic for readers: they see the old value (or no entry) until the one
 // store that publishes the new value, and the new value after it.
 //
@@ -222,12 +224,12 @@ func (m *HashMap) readEntry(i uint64, kbuf, vbuf []byte) (key, value []byte, ok 
 // process proven dead is taken over, and whatever that process left
 // half-done on the key is rolled back first; a turn held by a live process
 // for over a second without changing hands (one stopped by a signal or a
-// debugger) gives ErrDeadlineOrClose. The same holds for Delete. A full
-// map is ErrFull only after the inserts of writers proven dead have been
+// debugger) gives transport.ErrDeadlineOrClose. The same holds for Delete. A full
+// map is transport.ErrFull only after the inserts of writers proven dead have been
 // rolled back.
-func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
-	if m.self == 0 || m.area == nil {
-		return false, ErrNotAttached
+func (m *Map) Put(key, value []byte) (inserted bool, err error) {
+	if m.tab.Self == 0 || m.area == nil {
+		return false, transport.ErrNotAttached
 	}
 	if uint64(len(key)) > m.lay.KeySize {
 		return false, m.tooLarge("key", len(key), m.lay.KeySize)
@@ -247,7 +249,7 @@ func (m *HashMap) Put(key, value []byte) (inserted bool, err error) {
 	return inserted, err
 }
 
-func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
+func (m *Map) put(home uint64, key, value []byte) (bool, error) {
 	var healing time.Time
 	for round := 0; round < hmWriteRounds; round++ {
 		f, err := m.find(home, key)
@@ -269,7 +271,7 @@ func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
 				continue // a dead writer's claim freed: look again
 			}
 			m.fullHits.Add(1)
-			return false, fmt.Errorf("%w: %s: all %d buckets hold entries or tombstones being reused", ErrFull, m.Path(), m.lay.Capacity)
+			return false, fmt.Errorf("%w: %s: all %d buckets hold entries or tombstones being reused", transport.ErrFull, m.Path(), m.lay.Capacity)
 		}
 		if m.insert(f.free, f.freeRaw, key, value) {
 			return true, nil
@@ -285,14 +287,14 @@ func (m *HashMap) put(home uint64, key, value []byte) (bool, error) {
 // full) while the home lock is held. It returns false to make the caller
 // look again: the bucket is locked by someone else (healed first), our
 // lock CAS lost, or our lock was taken from us before we published.
-func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.Time) (bool, error) {
+func (m *Map) update(i, raw uint64, value []byte, round int, healing *time.Time) (bool, error) {
 	w := layout.UnpackHashMapWord(raw)
 	if w.Owner != 0 {
 		return false, m.healLocked(i, raw, round, healing)
 	}
 	ctl := m.ctl(i)
 	locked := w
-	locked.Owner = m.self
+	locked.Owner = m.tab.Self
 	if !ctl.CompareAndSwap(raw, locked.Pack()) {
 		return false, nil
 	}
@@ -326,11 +328,11 @@ func (m *HashMap) update(i, raw uint64, value []byte, round int, healing *time.T
 // claim (impossible while we run; after a wrong proof the bucket is a
 // tombstone, perhaps reused, and the insert did not happen: the caller
 // looks again and inserts elsewhere).
-func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
+func (m *Map) insert(i, raw uint64, key, value []byte) bool {
 	ctl := m.ctl(i)
 	w := layout.UnpackHashMapWord(raw)
 	claim := w.Next()
-	claim.State, claim.Owner = layout.BucketInserting, m.self
+	claim.State, claim.Owner = layout.BucketInserting, m.tab.Self
 	if !ctl.CompareAndSwap(raw, claim.Pack()) {
 		return false
 	}
@@ -354,11 +356,11 @@ func (m *HashMap) insert(i, raw uint64, key, value []byte) bool {
 	return true
 }
 
-// Delete removes key. An absent key gives ErrNotFound (not wrapped). The
+// Delete removes key. An absent key gives transport.ErrNotFound (not wrapped). The
 // bucket becomes a tombstone: lookups continue past it, inserts reuse it.
-func (m *HashMap) Delete(key []byte) error {
-	if m.self == 0 || m.area == nil {
-		return ErrNotAttached
+func (m *Map) Delete(key []byte) error {
+	if m.tab.Self == 0 || m.area == nil {
+		return transport.ErrNotAttached
 	}
 	if uint64(len(key)) > m.lay.KeySize {
 		return m.tooLarge("key", len(key), m.lay.KeySize)
@@ -375,7 +377,7 @@ func (m *HashMap) Delete(key []byte) error {
 	return err
 }
 
-func (m *HashMap) delete(home uint64, key []byte) error {
+func (m *Map) delete(home uint64, key []byte) error {
 	var healing time.Time
 	for round := 0; round < hmWriteRounds; round++ {
 		f, err := m.find(home, key)
@@ -383,7 +385,7 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 			return err
 		}
 		if !f.found {
-			return ErrNotFound
+			return transport.ErrNotFound
 		}
 		w := layout.UnpackHashMapWord(f.raw)
 		if w.Owner != 0 {
@@ -394,7 +396,7 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 		}
 		ctl := m.ctl(f.idx)
 		locked := w
-		locked.Owner = m.self
+		locked.Owner = m.tab.Self
 		if !ctl.CompareAndSwap(f.raw, locked.Pack()) {
 			continue
 		}
@@ -415,8 +417,8 @@ func (m *HashMap) delete(home uint64, key []byte) error {
 	return m.noProgress(home)
 }
 
-func (m *HashMap) noProgress(home uint64) error {
-	return fmt.Errorf("%w: %s: no progress after %d rounds on the probe sequence of bucket %d", ErrCorrupt, m.Path(), hmWriteRounds, home)
+func (m *Map) noProgress(home uint64) error {
+	return fmt.Errorf("%w: %s: no progress after %d rounds on the probe sequence of bucket %d", transport.ErrCorrupt, m.Path(), hmWriteRounds, home)
 }
 
 // hmFind is what a writer's walk of a probe sequence found.
@@ -434,7 +436,7 @@ type hmFind struct {
 // buckets holding key, so what it finds of key cannot change under it; a
 // bucket holding another key may, and is only ever acted on by a CAS from
 // the word read here.
-func (m *HashMap) find(home uint64, key []byte) (hmFind, error) {
+func (m *Map) find(home uint64, key []byte) (hmFind, error) {
 	var f hmFind
 	for p := uint64(0); p < m.lay.Capacity; p++ {
 		i := (home + p) & m.mask
@@ -483,8 +485,8 @@ var hmHomeWaitMax = time.Second
 // (modulo 2^24). Every acquisition stores a word that differs from the
 // previous one, also between goroutines of one handle, so a waiter sees
 // every change of holder.
-func (m *HashMap) homeValue() uint64 {
-	return m.myLock() | (m.homeSeq.Add(1)&layout.HashMapHomeSeqMask)<<layout.HashMapHomeSeqShift
+func (m *Map) homeValue() uint64 {
+	return m.tab.MyLock() | (m.homeSeq.Add(1)&layout.HashMapHomeSeqMask)<<layout.HashMapHomeSeqShift
 }
 
 // homeHolderAlive reports whether a home lock word names a live holder
@@ -492,29 +494,29 @@ func (m *HashMap) homeValue() uint64 {
 // takes home locks, so, unlike a deque's repair lock (which an attach may
 // hold while its entry is still claiming), a word naming a claiming entry
 // names nobody.
-func (m *HashMap) homeHolderAlive(v uint64) bool {
+func (m *Map) homeHolderAlive(v uint64) bool {
 	v &= layout.HashMapHomeHolderMask
-	if v == 0 || layout.ValidateRole(v, m.n) != nil {
+	if v == 0 || layout.ValidateRole(v, m.tab.Len()) != nil {
 		return false
-	} else if _, ctl := m.status(uint64(layout.UnpackRole(v).Index())); layout.UnpackPeer(ctl).State != layout.PeerActive {
+	} else if _, ctl := m.tab.Status(uint64(layout.UnpackRole(v).Index())); layout.UnpackPeer(ctl).State != layout.PeerActive {
 		return false
 	}
-	return m.holderAlive(v)
+	return m.tab.HolderAlive(v)
 }
 
 // lockHome takes the home lock word hl for this participant and returns
 // the value it stored. A holder is replaced only once proven dead, or when
 // the word names no possible holder (an entry out of range, free, being
-// claimed, or at another generation), as peerTable.takeRole does. A live
+// claimed, or at another generation), as peers.Table.TakeRole does. A live
 // holder is waited for at most hmHomeWaitMax counted from when the word
 // was last seen free or changed (each acquisition stores a new word, see
 // homeValue): a wait that outlasts it without a change ends with
-// ErrDeadlineOrClose.
-func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
+// transport.ErrDeadlineOrClose.
+func (m *Map) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 	mine := m.homeValue()
 	var last uint64
 	var since time.Time // zero until the holder in last has been waited for past the spins
-	for spin := 0; ; spin++ {
+	for tries := 0; ; tries++ {
 		v := hl.Load()
 		if v != last {
 			last, since = v, time.Time{} // free, or a new holder: the wait starts again
@@ -525,14 +527,14 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 			}
 			continue
 		}
-		if spin < hmHomeSpins {
-			spinPause()
+		if tries < hmHomeSpins {
+			spin.Pause()
 			continue
 		}
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if (spin-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 {
+		if (tries-hmHomeSpins)%hmHomeJudgeEvery == hmHomeJudgeEvery-1 {
 			if !m.homeHolderAlive(v) {
 				if hl.CompareAndSwap(v, mine) {
 					m.homeTakeovers.Add(1)
@@ -542,10 +544,10 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 			}
 			if time.Since(since) > hmHomeWaitMax {
 				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d, unchanged, for over %v (stopped, or the word %#x is corrupt)",
-					ErrDeadlineOrClose, m.Path(), bucket, layout.UnpackRole(v).Index(), hmHomeWaitMax, v)
+					transport.ErrDeadlineOrClose, m.Path(), bucket, layout.UnpackRole(v).Index(), hmHomeWaitMax, v)
 			}
 		}
-		if spin < hmHomeSleepAfter {
+		if tries < hmHomeSleepAfter {
 			runtime.Gosched()
 		} else {
 			time.Sleep(hmHomeSleep)
@@ -561,9 +563,9 @@ func (m *HashMap) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 // right now, its liveness is unreadable, or the word is corrupt) is judged
 // again after a pause, and after hmHomeWaitMax (counted from *since, set
 // on the first call) the bucket is reported corrupt.
-func (m *HashMap) healLocked(i, raw uint64, round int, since *time.Time) error {
+func (m *Map) healLocked(i, raw uint64, round int, since *time.Time) error {
 	owner := layout.UnpackHashMapWord(raw).Owner
-	if m.stampDead(owner) {
+	if m.tab.StampDead(owner) {
 		m.rollBack(i, raw)
 		return nil
 	}
@@ -583,7 +585,7 @@ func (m *HashMap) healLocked(i, raw uint64, round int, since *time.Time) error {
 // moves on in both, so a reader that read across the writer's work reads
 // again. It is a CAS from raw: a bucket that changed meanwhile is left
 // alone. It reports whether it changed the bucket.
-func (m *HashMap) rollBack(i, raw uint64) bool {
+func (m *Map) rollBack(i, raw uint64) bool {
 	w := layout.UnpackHashMapWord(raw)
 	if w.Owner == 0 {
 		return false
@@ -611,7 +613,7 @@ func (m *HashMap) rollBack(i, raw uint64) bool {
 // its word is loaded, against the entry as it is then; a verdict is reused
 // only for the same entry control word (same state, generation and pid:
 // the same registration), re-read after loading the bucket.
-func (m *HashMap) rollBackDeadInserts() int {
+func (m *Map) rollBackDeadInserts() int {
 	verdicts := map[uint16]hmVerdict{}
 	n := 0
 	for i := uint64(0); i < m.lay.Capacity; i++ {
@@ -640,15 +642,15 @@ type hmVerdict struct {
 // before the bucket was stamped with its stamp is the one judged. A
 // verdict in cache is used only while the entry's control word is the one
 // it was made for.
-func (m *HashMap) ownerDead(stamp uint16, cache map[uint16]hmVerdict) bool {
+func (m *Map) ownerDead(stamp uint16, cache map[uint16]hmVerdict) bool {
 	if stamp == 0 || uint64(stamp) > m.lay.Participants {
 		return false
 	}
-	ctl := m.entry(uint64(stamp - 1)).ctl.Load()
+	ctl := m.tab.Entry(uint64(stamp - 1)).Ctl.Load()
 	if v, ok := cache[stamp]; ok && v.ctl == ctl {
 		return v.dead
 	}
-	ps, seen := m.status(uint64(stamp - 1))
+	ps, seen := m.tab.Status(uint64(stamp - 1))
 	cache[stamp] = hmVerdict{ctl: seen, dead: ps.Dead}
 	return ps.Dead
 }

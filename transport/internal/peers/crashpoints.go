@@ -1,0 +1,9 @@
+package peers
+
+// Crash points of this package (shm.CrashPoint): the names a crash test arms
+// with SHMKIT_CRASHPOINT. Every shm.CrashPoint call names one of these, and a
+// full test run kills a child at each
+// (proctest.RunCoveringCrashPoints, TestCrashPointCallsNameDeclaredPoints).
+const (
+	CrashPeersAttachAfterClaimEntry = "peers.attach.after-claim-entry"
+)
