@@ -30,7 +30,7 @@ const (
 
 // stuckCheckInterval is how long a blocked call waits behind the same
 // owned slot word before it judges the owner (see sleep).
-var stuckCheckInterval = 100 * time.Millisecond
+const stuckCheckInterval = 100 * time.Millisecond
 
 // block runs try until it reports that it got through (a result or an
 // error other than full/empty): spinning first, then yielding, then

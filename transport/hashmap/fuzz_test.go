@@ -141,14 +141,13 @@ func hmFuzzErrOK(err error) bool {
 }
 
 func hmFuzzOnce(t *testing.T, data []byte) {
-	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
-	hmHomeWaitMax = 20 * time.Millisecond // a home lock "held" by a live participant gives up quickly
 
 	path := hashMapPath(t)
 	m, err := Create(path, hmFuzzConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.homeWaitMax = 20 * time.Millisecond // a home lock "held" by a live participant gives up quickly
 	closed := false
 	defer func() {
 		if !closed {
@@ -227,6 +226,7 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 		expect(!mustFail || err != nil, "Open accepted a header that does not decode")
 		bad("Open", err)
 		if err == nil {
+			o.homeWaitMax = m.homeWaitMax
 			for round := 0; round < 3; round++ {
 				reads(o, "attached")
 				for k := uint32(0); k < 7; k++ {

@@ -3,6 +3,7 @@ package hashmap
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
@@ -71,6 +72,7 @@ type Map struct {
 	tab                                 peers.Table // participants, the repair lock, and our entry (tab.Self)
 	id                                  uint64
 	homeSeq                             atomic.Uint64 // home lock acquisitions by this handle (homeValue)
+	homeWaitMax                         time.Duration // defaultHomeWaitMax; tests shorten it on their handles
 }
 
 // Create creates a hash map file at path (a bare name lives in
@@ -119,7 +121,7 @@ func viewMap(reg *shm.Region) (*Map, error) {
 	if err != nil { // layout.Decode already validated it; be certain
 		return nil, fmt.Errorf("%w: %s: %v", transport.ErrCorrupt, reg.Path(), err)
 	}
-	m := &Map{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1}
+	m := &Map{reg: reg, lay: lay, area: reg.Bytes()[h.HeaderSize:], mask: lay.Capacity - 1, homeWaitMax: defaultHomeWaitMax}
 	if uint64(len(m.area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", transport.ErrCorrupt, reg.Path(), len(m.area), lay.BodySize)
 	}

@@ -658,12 +658,11 @@ func TestHashMapNoDuplicateInserts(t *testing.T) {
 
 // TestHashMapHomeLockHolders: a home lock held by a live participant is
 // waited for (here: it stays held, so the wait ends with
-// transport.ErrDeadlineOrClose after hmHomeWaitMax); a word naming no possible
+// transport.ErrDeadlineOrClose after homeWaitMax); a word naming no possible
 // holder is taken over.
 func TestHashMapHomeLockHolders(t *testing.T) {
-	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
-	hmHomeWaitMax = 30 * time.Millisecond
 	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8})
+	m.homeWaitMax = 30 * time.Millisecond
 	o := openHashMap(t, m.Path())
 	key := []byte("k")
 	home := m.home(layout.HashMapHash(key) & m.mask)
@@ -676,7 +675,7 @@ func TestHashMapHomeLockHolders(t *testing.T) {
 		if err := m.Delete(key); !errors.Is(err, transport.ErrDeadlineOrClose) {
 			t.Fatalf("Delete under a live holder: %v", err)
 		}
-		if d := time.Since(start); d < 2*hmHomeWaitMax {
+		if d := time.Since(start); d < 2*m.homeWaitMax {
 			t.Fatalf("gave up after %v", d)
 		}
 		if home.Load() != held {

@@ -35,7 +35,7 @@ const (
 	hmHomeSleep      = 20 * time.Microsecond
 	// A bucket of our key locked by someone else while we hold the key's
 	// home lock can only be a dead writer's (or corrupt): it is judged at
-	// once, and again after pauses growing to this, for hmHomeWaitMax.
+	// once, and again after pauses growing to this, for m.homeWaitMax.
 	hmLockedPauseMax = time.Millisecond
 )
 
@@ -473,12 +473,13 @@ func (m *Map) find(home uint64, key []byte) (hmFind, error) {
 	return f, nil
 }
 
-// hmHomeWaitMax bounds a wait for a home lock whose holder is alive and
+// defaultHomeWaitMax bounds a wait for a home lock whose holder is alive and
 // does not change: a writer holds it for the few hundred nanoseconds of one
 // Put or Delete, so a holder that keeps it this long is stopped (SIGSTOP, a
 // debugger) or the word is corrupt (it names a live participant that does
-// not hold it). A variable so that tests can shorten it.
-var hmHomeWaitMax = time.Second
+// not hold it). Each handle keeps it in homeWaitMax, which tests of this
+// package shorten on their own handles.
+const defaultHomeWaitMax = time.Second
 
 // homeValue returns a new home lock word for this handle: lockValue of our
 // entry in bits 0-39 and, in bits 40-63, the handle's acquisition count
@@ -508,7 +509,7 @@ func (m *Map) homeHolderAlive(v uint64) bool {
 // the value it stored. A holder is replaced only once proven dead, or when
 // the word names no possible holder (an entry out of range, free, being
 // claimed, or at another generation), as peers.Table.TakeRole does. A live
-// holder is waited for at most hmHomeWaitMax counted from when the word
+// holder is waited for at most m.homeWaitMax counted from when the word
 // was last seen free or changed (each acquisition stores a new word, see
 // homeValue): a wait that outlasts it without a change ends with
 // transport.ErrDeadlineOrClose.
@@ -542,9 +543,9 @@ func (m *Map) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 				}
 				continue
 			}
-			if time.Since(since) > hmHomeWaitMax {
+			if time.Since(since) > m.homeWaitMax {
 				return 0, fmt.Errorf("%w: %s: the home lock of bucket %d has been held by live participant %d, unchanged, for over %v (stopped, or the word %#x is corrupt)",
-					transport.ErrDeadlineOrClose, m.Path(), bucket, layout.UnpackRole(v).Index(), hmHomeWaitMax, v)
+					transport.ErrDeadlineOrClose, m.Path(), bucket, layout.UnpackRole(v).Index(), m.homeWaitMax, v)
 			}
 		}
 		if tries < hmHomeSleepAfter {
@@ -561,7 +562,7 @@ func (m *Map) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 // proven dead: the bucket is rolled back. An owner not proven dead (its
 // entry is being taken over by a process that is rolling the bucket back
 // right now, its liveness is unreadable, or the word is corrupt) is judged
-// again after a pause, and after hmHomeWaitMax (counted from *since, set
+// again after a pause, and after m.homeWaitMax (counted from *since, set
 // on the first call) the bucket is reported corrupt.
 func (m *Map) healLocked(i, raw uint64, round int, since *time.Time) error {
 	owner := layout.UnpackHashMapWord(raw).Owner
@@ -571,8 +572,8 @@ func (m *Map) healLocked(i, raw uint64, round int, since *time.Time) error {
 	}
 	if since.IsZero() {
 		*since = time.Now()
-	} else if time.Since(*since) > hmHomeWaitMax {
-		return m.corruptBucket(i, raw, fmt.Errorf("locked for over %v by participant %d, not proven dead, while this writer holds the key's home lock", hmHomeWaitMax, owner-1))
+	} else if time.Since(*since) > m.homeWaitMax {
+		return m.corruptBucket(i, raw, fmt.Errorf("locked for over %v by participant %d, not proven dead, while this writer holds the key's home lock", m.homeWaitMax, owner-1))
 	}
 	time.Sleep(min(time.Duration(round+1)*50*time.Microsecond, hmLockedPauseMax))
 	return nil

@@ -134,12 +134,11 @@ func TestHashMapRegression2Stress(t *testing.T) {
 // a writer takes it over), but peers.Table.HolderAlive (which a deque's
 // repair lock needs that way) treats an entry claiming at the word's
 // generation as a live holder, so Repair left the word and writers waited
-// hmHomeWaitMax and failed with transport.ErrDeadlineOrClose. Home locks now require
+// homeWaitMax and failed with transport.ErrDeadlineOrClose. Home locks now require
 // an active entry.
 func TestHashMapRegression2HomeLockNamingClaimingEntry(t *testing.T) {
-	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
-	hmHomeWaitMax = 30 * time.Millisecond
 	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
+	m.homeWaitMax = 30 * time.Millisecond
 	self := shm.Self()
 	e := m.tab.Entry(4) // a process stopped in the middle of its attach (tryAttach: free gen 0 -> claiming gen 0)
 	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 0, PID: uint32(self.PID)}.Pack())

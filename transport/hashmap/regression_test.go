@@ -193,13 +193,12 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 // lock word naming a free table entry (at the entry's current generation)
 // names no possible holder: nobody attached there holds anything.
 // peers.Table.HolderAlive treated a free entry as alive (status never judges
-// free entries dead), so writers waited hmHomeWaitMax and failed, Repair
+// free entries dead), so writers waited homeWaitMax and failed, Repair
 // left it, and Scan reported it held by a live participant. Now only an
 // active entry at the word's generation, not proven dead, holds a lock.
 func TestHashMapRegressionHomeLockNamingFreeEntry(t *testing.T) {
-	defer func(d time.Duration) { hmHomeWaitMax = d }(hmHomeWaitMax)
-	hmHomeWaitMax = 30 * time.Millisecond
 	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
+	m.homeWaitMax = 30 * time.Millisecond
 	key := []byte("k")
 	hl := m.home(layout.HashMapHash(key) & m.mask)
 	junk := peers.LockValue(5, 0) // entry 4: free, generation 0
