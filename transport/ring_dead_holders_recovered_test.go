@@ -2,149 +2,46 @@ package transport
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/transport/check"
-	"golang.org/x/sys/unix"
 )
 
-// Regression tests: each one reproduces a defect of the ring found in
-// review (and since fixed); each says what it expects.
+// What a dead participant leaves in the ring (leases, a slot it was
+// writing) is recovered: delivered again, or healed out of the way, by the
+// survivors on proof of death, even when the ring is full of it, when
+// pushes keep waking the consumer that should heal it, or when the head
+// meets the tail at it. Each test below pins a fix; its comment says what
+// the bug was and which commit added the test.
 
-const reviewHelper = "TestRingReviewHelperProcess"
-
-// TestRingReviewHelperProcess is the child side of the review tests. Roles:
+// TestDeadLeasesThatFillTheRingAreRequeued: a consumer that leased every
+// slot dies; repeated Repairs deliver all its messages again.
 //
-//	review-claimall   lease every message in the ring, print "got ID" for
-//	                  each, then SIGKILL itself while holding them all
-func TestRingReviewHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "review-") {
-		return
-	}
-	r, err := OpenRing(os.Getenv("SHMKIT_TEST_PATH"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(1)
-	}
-	switch role {
-	case "review-claimall":
-		for {
-			l, err := r.TryClaim()
-			if err == ErrEmpty {
-				break
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "child:", err)
-				os.Exit(1)
-			}
-			id, _ := decodeMsg(l.Data())
-			fmt.Printf("got %d\n", id)
-		}
-		unix.Kill(os.Getpid(), unix.SIGKILL)
-		select {}
-	}
-	os.Exit(2)
-}
-
-// fillAndLeaseAll pushes cap messages and leases every one of them with r.
-func fillAndLeaseAll(t *testing.T, r *Ring) []Lease {
-	t.Helper()
-	var ls []Lease
-	for i := uint64(0); i < r.Capacity(); i++ {
-		if err := r.TryPush(encodeMsg(100 + i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := uint64(0); i < r.Capacity(); i++ {
-		l, err := r.TryClaim()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-	}
-	return ls
-}
-
-// BUG 1 (burn storm). When every slot holds a lease (or poison), each push
-// that fails with ErrFull still burns every slot once: the tail moves a full
-// lap per failed attempt, and a blocking Push makes ~80 attempts before it
-// sleeps (and one more per wake-up). Nothing bounds tail-head any more, slot
-// laps run ahead of the head by more than the two laps take() tolerates, and
-// after three failed attempts every consumer gets ErrCorrupt at the head,
-// which then never moves again: the ring is dead for consumers although
-// nothing is corrupt.
-func TestReviewFailedPushesOnHeldRingBreakConsumers(t *testing.T) {
-	for _, blocking := range []bool{false, true} {
-		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
-			r := newRing(t, RingConfig{Capacity: 2})
-			leases := fillAndLeaseAll(t, r)
-			if blocking {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-				err := r.Push(ctx, encodeMsg(1))
-				cancel()
-				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("push on a fully leased ring: %v", err)
-				}
-			} else {
-				for i := 0; i < 3; i++ {
-					if err := r.TryPush(encodeMsg(1)); err != ErrFull {
-						t.Fatalf("push on a fully leased ring: %v", err)
-					}
-				}
-			}
-			c := r.Counters()
-			t.Logf("after failed pushes: head %d tail %d depth %d burned %d", c.Head, c.Tail, c.Depth(), c.Burned)
-			if c.Depth() > r.Capacity() {
-				t.Errorf("Depth %d exceeds the capacity %d: failed pushes moved the tail on", c.Depth(), r.Capacity())
-			}
-			for _, l := range leases {
-				if err := r.Ack(l); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := r.TryPush(encodeMsg(42)); err != nil {
-				t.Fatalf("push after the leases were acked: %v", err)
-			}
-			l, err := r.TryClaim()
-			if err != nil {
-				t.Fatalf("claim after the leases were acked: %v", err)
-			}
-			if id, err := decodeMsg(l.Data()); err != nil || id != 42 {
-				t.Fatalf("claimed %d %v, want 42", id, err)
-			}
-		})
-	}
-}
-
-// BUG 2 (dead leases that fill the ring are never recovered). A consumer
-// that leased every slot dies. Repair can only requeue a lease by pushing a
-// copy, and there is no room (the dead leases are what fills the ring), so
-// every lease is deferred, forever: recoverWithoutPush never re-publishes a
-// lease in place (it does so only for a READING slot at the tail). The
-// deferred counter never helps either: take() reports empty from the
-// "lap L-1 lease" branch, which does not call requeueDeferred. The messages
-// are never delivered again, TryPush is ErrFull and TryClaim ErrEmpty for
-// good, and the dead entry stays "dead" in the table. (Each Repair also
-// burns a lap through BUG 1.)
-func TestReviewDeadLeasesFillingRingAreNeverRequeued(t *testing.T) {
+// Was a bug (review bug 2, dead leases that fill the ring are never
+// recovered): Repair could only requeue a lease by pushing a copy, and
+// there is no room (the dead leases are what fills the ring), so every
+// lease was deferred, forever: recoverWithoutPush never re-published a
+// lease in place (it did so only for a READING slot at the tail). The
+// deferred counter never helped either: take() reported empty from the
+// "lap L-1 lease" branch, which did not call requeueDeferred. The messages
+// were never delivered again, TryPush was ErrFull and TryClaim ErrEmpty for
+// good, and the dead entry stayed "dead" in the table. (Each Repair also
+// burned a lap through review bug 1, see
+// TestFailedPushesOnAFullyLeasedRingNeverMoveTheTailPastCapacity.)
+//
+// Added in commit 569245f (the ring's review fixes) as
+// TestReviewDeadLeasesFillingRingAreNeverRequeued.
+func TestDeadLeasesThatFillTheRingAreRequeued(t *testing.T) {
 	r := newRing(t, RingConfig{Capacity: 4, Participants: 4})
 	for id := uint64(1); id <= 4; id++ {
 		if err := r.TryPush(encodeMsg(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := proctest.StartTimeout(t, 30*time.Second, reviewHelper, "review-claimall", "SHMKIT_TEST_PATH="+r.Path())
-	c.Wait()
-	out, _ := c.Output()
-	if got := len(childLog(out)["got"]); got != 4 {
-		t.Fatalf("child leased %d messages, want 4\n%s", got, out)
+	// The child leases all four messages and dies holding them.
+	if got := len(runCrashChild(t, r.Path(), "claimall", "test.lease.all-held", 1)["got"]); got != 4 {
+		t.Fatalf("child leased %d messages, want 4", got)
 	}
 	var delivered []uint64
 	for round := 0; round < 5 && len(delivered) < 4; round++ {
@@ -170,15 +67,22 @@ func TestReviewDeadLeasesFillingRingAreNeverRequeued(t *testing.T) {
 	}
 }
 
-// BUG 3 (stuck-slot healing starved by wake-ups). A blocked Pop whose head
-// slot is WRITING by a dead producer heals the ring only when its futex wait
-// *times out* (100 ms) with the slot unchanged. Every push behind the dead
-// slot wakes the sleeper (it raised the waiter flag) before the timeout, so
-// with a producer pushing more often than every 100 ms the consumer is never
-// healed and receives nothing until the ring is full (here 511 pushes x 10 ms
-// = ~5 s; with a 64k-slot ring fed 10 times a second, almost two hours),
-// although the design promises ~100 ms.
-func TestReviewDeadWriterHealingStarvedByWakeups(t *testing.T) {
+// TestBlockedConsumerHealsADeadWriterWhilePushesKeepWakingIt: a consumer
+// blocked behind a slot whose producer died mid-write heals it within the
+// design's ~100 ms even while pushes behind the dead slot keep waking it.
+//
+// Was a bug (review bug 3, stuck-slot healing starved by wake-ups): a
+// blocked Pop whose head slot is WRITING by a dead producer healed the ring
+// only when its futex wait *timed out* (100 ms) with the slot unchanged.
+// Every push behind the dead slot wakes the sleeper (it raised the waiter
+// flag) before the timeout, so with a producer pushing more often than
+// every 100 ms the consumer was never healed and received nothing until the
+// ring was full (here 511 pushes x 10 ms = ~5 s; with a 64k-slot ring fed
+// 10 times a second, almost two hours).
+//
+// Added in commit 569245f (the ring's review fixes) as
+// TestReviewDeadWriterHealingStarvedByWakeups.
+func TestBlockedConsumerHealsADeadWriterWhilePushesKeepWakingIt(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 512, Participants: 8})
 	runCrashChild(t, r.Path(), "producer", crashRingPushAfterWrite, 1, "FIRST=1", "COUNT=1")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -219,64 +123,25 @@ func TestReviewDeadWriterHealingStarvedByWakeups(t *testing.T) {
 	}
 }
 
-// BUG 4 (lost wake-up). TakePoisoned frees a slot without waking producers.
-// A Push blocked on a ring whose every slot is held (lease or poison) sleeps
-// with no stuck-slot timeout (the slot in its way is leased or poisoned, not
-// "owned"), so it sleeps until its context ends although there is room.
-func TestReviewTakePoisonedWakesBlockedProducers(t *testing.T) {
-	r := newRing(t, RingConfig{Capacity: 2, DeliveryLimit: 1})
-	// Make one poisoned message: delivered once, released, claimed again.
-	r.TryPush(encodeMsg(1))
-	l, err := r.TryClaim()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Release(l); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.TryClaim(); err != ErrEmpty {
-		t.Fatalf("a message delivered DeliveryLimit times was not poisoned: %v", err)
-	}
-	// Hold the other slot with a lease: now every slot is held.
-	r.TryPush(encodeMsg(2))
-	held, err := r.TryClaim()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Ack(held)
-	if err := r.TryPush(encodeMsg(3)); err != ErrFull {
-		t.Fatalf("push into a ring of one lease and one poison: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() { done <- r.Push(ctx, encodeMsg(4)) }()
-	time.Sleep(200 * time.Millisecond) // let it go to sleep
-	buf := make([]byte, 64)
-	if _, _, err := r.TakePoisoned(buf); err != nil {
-		t.Fatal(err)
-	}
-	freed := time.Now()
-	if err := <-done; err != nil {
-		t.Fatalf("blocked push not woken when TakePoisoned made room: %v after %v (room made %v in)",
-			err, time.Since(start).Round(time.Millisecond), freed.Sub(start).Round(time.Millisecond))
-	}
-	if d := time.Since(freed); d > 500*time.Millisecond {
-		t.Fatalf("blocked push took %v after TakePoisoned made room", d)
-	}
-}
-
-// BUG 5 (deferred requeue skipped). A consumer about to report an empty ring
-// is meant to check the deferred counter and run Repair (design: Recovery).
-// take() does so only when the head slot is free or being written at the
-// head's lap; when the head has caught up with the tail exactly at the slot
-// of a deferred dead lease (LEASED at lap L-1: the "held lease from an
-// earlier lap" branch) it reports ErrEmpty without looking. Once producers
-// pause there, the dead consumer's message is stranded until someone calls
-// Repair by hand: every Pop/Claim, blocking or not, reports or waits on an
-// empty ring (the slot in the way is leased, not "owned", so no heal timer).
-func TestReviewDeferredLeaseStrandedWhenHeadMeetsTailAtIt(t *testing.T) {
+// TestDeferredDeadLeaseIsRequeuedWhenHeadMeetsTailAtIt: a dead consumer's
+// lease that Repair had to defer (the ring was full) is delivered again by
+// the consumers alone, even when the head catches up with the tail exactly
+// at its slot.
+//
+// Was a bug (review bug 5, deferred requeue skipped): a consumer about to
+// report an empty ring is meant to check the deferred counter and run
+// Repair (design: Recovery). take() did so only when the head slot was free
+// or being written at the head's lap; when the head had caught up with the
+// tail exactly at the slot of a deferred dead lease (LEASED at lap L-1: the
+// "held lease from an earlier lap" branch) it reported ErrEmpty without
+// looking. Once producers paused there, the dead consumer's message was
+// stranded until someone called Repair by hand: every Pop/Claim, blocking
+// or not, reported or waited on an empty ring (the slot in the way is
+// leased, not "owned", so no heal timer).
+//
+// Added in commit 569245f (the ring's review fixes) as
+// TestReviewDeferredLeaseStrandedWhenHeadMeetsTailAtIt.
+func TestDeferredDeadLeaseIsRequeuedWhenHeadMeetsTailAtIt(t *testing.T) {
 	r := crashRing(t, RingConfig{Capacity: 4, Participants: 8})
 	for id := uint64(1); id <= 4; id++ {
 		if err := r.TryPush(encodeMsg(id)); err != nil {
