@@ -1,9 +1,18 @@
 package hashmap
 
+// A live participant's work in progress is never taken for a dead one's:
+// a death verdict is never reused for a table entry a newcomer has taken
+// over, Scan never reports a live writer's bucket corrupt, and with live
+// handles only the map matches a per-key model while Scan finds nothing
+// and Repair changes nothing. Each test below pins a fix (the stress test
+// found the mismatch home_lock_holders_test.go pins); its comment says what
+// the bug was and which commit added the test.
+
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -13,12 +22,10 @@ import (
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
-	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
-// hmRegDeadPID returns the pid of a process that has exited and been
-// reaped.
-func hmRegDeadPID(t *testing.T) uint32 {
+// deadPID returns the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) uint32 {
 	t.Helper()
 	c := exec.Command("true")
 	if err := c.Run(); err != nil {
@@ -27,8 +34,8 @@ func hmRegDeadPID(t *testing.T) uint32 {
 	return uint32(c.Process.Pid)
 }
 
-// hmRegKeyHomed returns a key of at most 8 bytes whose home bucket is home.
-func hmRegKeyHomed(m *Map, home uint64, prefix string) []byte {
+// keyHomed returns a key of at most 8 bytes whose home bucket is home.
+func keyHomed(m *Map, home uint64, prefix string) []byte {
 	for i := 0; ; i++ {
 		k := []byte(fmt.Sprintf("%s%d", prefix, i))
 		if layout.HashMapHash(k)&m.mask == home {
@@ -37,71 +44,31 @@ func hmRegKeyHomed(m *Map, home uint64, prefix string) []byte {
 	}
 }
 
-// TestHashMapRegressionHomeLockStarvation pins the home lock wait limit
-// (review bug 2): many live writers of one key, none stopped, each Put
-// taking microseconds. lockHome measured its 1 s limit from the start of
-// the wait, not per holder, and goroutines of one handle stored one lock
-// value, so a waiter that kept losing the race gave transport.ErrDeadlineOrClose
-// although the lock changed hands all the time. Now the limit counts from
-// the last time the word was seen free or changed, and every acquisition
-// stores a new word (an acquisition count in bits 40-63).
-func TestHashMapRegressionHomeLockStarvation(t *testing.T) {
-	m := newHashMap(t, Config{Capacity: 16, KeySize: 16, ValueSize: 65536, Participants: 8})
-	const workers = 64
-	dur := 4 * time.Second
-	var (
-		wg    sync.WaitGroup
-		stop  atomic.Bool
-		fails atomic.Int64
-		ops   atomic.Int64
-		first atomic.Value
-	)
-	val := make([]byte, 65536)
-	deadline := time.Now().Add(dur)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() && time.Now().Before(deadline) {
-				_, err := m.Put([]byte("hot"), val)
-				if err != nil {
-					if errors.Is(err, transport.ErrDeadlineOrClose) {
-						fails.Add(1)
-						first.CompareAndSwap(nil, err.Error())
-						continue
-					}
-					t.Error(err)
-					stop.Store(true)
-					return
-				}
-				ops.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := fails.Load(); n > 0 {
-		t.Fatalf("%d Puts failed with transport.ErrDeadlineOrClose while %d Puts succeeded (no writer was stopped): %v", n, ops.Load(), first.Load())
-	}
-	t.Logf("%d puts", ops.Load())
-}
-
-// TestHashMapRegressionStaleDeathVerdict pins review bug 1: rollBackDeadInserts
-// judged each owner stamp once and cached the verdict for the whole scan. A stamp names a
-// table entry, not a process: while the scan runs, a process attaching
-// into the dead participant's entry (takeOverDead) reclaims what the dead
-// one left and starts inserting with the same stamp. The scan then rolls
-// back the live newcomer's INSERTING bucket on the stale "dead" verdict.
-// The newcomer goes on and publishes with a plain Store over whatever the
-// bucket became: here the scanning writer re-used the bucket for its own
-// key, whose Put (reported inserted) is then silently lost, and the
-// bucket's version goes backwards. Now each bucket is judged after its word
-// is loaded (a verdict is reused only for the same entry control word), and
-// publishes are CASes from the word the writer stored.
-func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
+// TestDeadInsertRollbackNeverRollsBackALiveNewcomersInsert: a writer's
+// scan that judged a participant dead does not roll back the insert of a
+// live process that has since taken over the dead one's table entry (same
+// stamp), and the writer's own Put is never lost.
+//
+// Was a bug (review bug 1, stale death verdict): rollBackDeadInserts judged
+// each owner stamp once and cached the verdict for the whole scan. A stamp
+// names a table entry, not a process: while the scan runs, a process
+// attaching into the dead participant's entry (takeOverDead) reclaims what
+// the dead one left and starts inserting with the same stamp. The scan then
+// rolled back the live newcomer's INSERTING bucket on the stale "dead"
+// verdict. The newcomer went on and published with a plain Store over
+// whatever the bucket had become: here the scanning writer re-used the
+// bucket for its own key, whose Put (reported inserted) was then silently
+// lost, and the bucket's version went backwards. Now each bucket is judged
+// after its word is loaded (a verdict is reused only for the same entry
+// control word), and publishes are CASes from the word the writer stored.
+//
+// Added in commit 4ca21a8 (the hash map's review fixes) as
+// TestHashMapRegressionStaleDeathVerdict.
+func TestDeadInsertRollbackNeverRollsBackALiveNewcomersInsert(t *testing.T) {
 	const capacity, last = 2048, 2047
 	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: layout.HashMapMaxParticipants})
 	self := shm.Self()
-	dead := hmRegDeadPID(t)
+	dead := deadPID(t)
 	// Entry 0: m. Entry 1 (stamp 2): a dead process D. Entries 2..: live
 	// (this process), so that the table is full and judging them is slow.
 	for i := uint64(1); i < m.lay.Participants; i++ {
@@ -129,7 +96,7 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 		binary.LittleEndian.PutUint64(m.keyBytes(i, 8), 1<<60|i)
 		m.ctl(i).Store(w.Pack())
 	}
-	wkey := hmRegKeyHomed(m, last, "w") // the writer's key: homed at the last bucket
+	wkey := keyHomed(m, last, "w") // the writer's key: homed at the last bucket
 	var wDone atomic.Bool
 	var wIns bool
 	var wErr error
@@ -189,46 +156,25 @@ func TestHashMapRegressionStaleDeathVerdict(t *testing.T) {
 	}
 }
 
-// TestHashMapRegressionHomeLockNamingFreeEntry pins review bug 3: a home
-// lock word naming a free table entry (at the entry's current generation)
-// names no possible holder: nobody attached there holds anything.
-// peers.Table.HolderAlive treated a free entry as alive (status never judges
-// free entries dead), so writers waited homeWaitMax and failed, Repair
-// left it, and Scan reported it held by a live participant. Now only an
-// active entry at the word's generation, not proven dead, holds a lock.
-func TestHashMapRegressionHomeLockNamingFreeEntry(t *testing.T) {
-	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
-	m.homeWaitMax = 30 * time.Millisecond
-	key := []byte("k")
-	hl := m.home(layout.HashMapHash(key) & m.mask)
-	junk := peers.LockValue(5, 0) // entry 4: free, generation 0
-	if c := layout.UnpackPeer(m.tab.Entry(4).Ctl.Load()); c.State != layout.PeerFree || c.Gen != 0 {
-		t.Fatalf("entry 4: %+v", c)
-	}
-	hl.Store(junk)
-	rr, err := m.Repair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := m.Scan()
-	_, perr := m.Put(key, []byte("v"))
-	if perr != nil || hl.Load() != 0 {
-		t.Fatalf("home lock %#x naming a free entry: Repair %+v left it (word now %#x), Scan says %+v, Put: %v", junk, rr, hl.Load(), s.HomeLocks, perr)
-	}
-}
-
-// TestHashMapRegressionScanFalseCorrupt pins review bug 4: Scan snapshots
-// the participant table first and classified buckets against the snapshot
+// TestScanNeverReportsALiveWritersBucketCorrupt: a bucket locked by a
+// process that attached after Scan snapshotted the participant table is
+// not reported corrupt.
+//
+// Was a bug (review bug 4, Scan false corrupt): Scan snapshotted the
+// participant table first and classified buckets against the snapshot
 // only. A process attaching after the snapshot (into a free entry) and
 // locking a bucket for an update was reported as a corrupt bucket ("owner
 // entry is free"), so `ringctl verify` flagged a healthy, live map as
 // corrupt. Now a problem is reported only after the word is re-read, its
 // owner judged again from the table as it is then, and the word found
 // unchanged.
-func TestHashMapRegressionScanFalseCorrupt(t *testing.T) {
+//
+// Added in commit 4ca21a8 (the hash map's review fixes) as
+// TestHashMapRegressionScanFalseCorrupt.
+func TestScanNeverReportsALiveWritersBucketCorrupt(t *testing.T) {
 	const capacity = 4096
 	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: 8})
-	key := hmRegKeyHomed(m, capacity-1, "k")
+	key := keyHomed(m, capacity-1, "k")
 	if _, err := m.Put(key, []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -255,5 +201,121 @@ func TestHashMapRegressionScanFalseCorrupt(t *testing.T) {
 		if b.Index == kb && b.Problem == Corrupt {
 			t.Fatalf("bucket %d locked by live participant %d (attached during the scan) reported corrupt: %s", kb, c.Participant(), b.Err)
 		}
+	}
+}
+
+// TestWithLiveHandlesOnlyScanFindsNothingAndRepairChangesNothing: live
+// handles only (no process dies), entries churned by Close/reopen, a full
+// map (transport.ErrFull paths), concurrent Scan and Repair. Invariants:
+// Put's inserted and Delete's transport.ErrNotFound match a per-key model
+// (each key has one writer), Scan reports no problem, Repair changes
+// nothing, no key is held twice.
+//
+// Not a fix of its own: a stress test written in the hash map's second
+// review; it found the home lock naming a claiming entry that
+// TestHomeLockNamingAClaimingEntryHasNoHolder pins.
+//
+// Added in commit bd36326 (a home lock naming a claiming entry names
+// nobody) as TestHashMapRegression2Stress.
+func TestWithLiveHandlesOnlyScanFindsNothingAndRepairChangesNothing(t *testing.T) {
+	m := newHashMap(t, Config{Capacity: 16, KeySize: 8, ValueSize: 16, Participants: 8})
+	const workers, keysPer = 5, 4
+	dur := time.Second
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var fail atomic.Value
+	report := func(s string) {
+		fail.CompareAndSwap(nil, s)
+		stop.Store(true)
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			model := map[string][]byte{}
+			h, err := Open(m.Path())
+			if err != nil {
+				report(err.Error())
+				return
+			}
+			defer func() { h.Close() }()
+			for op := 0; !stop.Load(); op++ {
+				if op%200 == 199 {
+					h.Close()
+					if h, err = Open(m.Path()); err != nil {
+						report(err.Error())
+						return
+					}
+				}
+				k := fmt.Sprintf("w%dk%d", w, rng.Intn(keysPer))
+				if rng.Intn(3) == 0 {
+					err := h.Delete([]byte(k))
+					_, had := model[k]
+					switch {
+					case err == nil && had:
+						delete(model, k)
+					case errors.Is(err, transport.ErrNotFound) && !had:
+					default:
+						report(fmt.Sprintf("Delete(%s): %v, model had %v", k, err, had))
+						return
+					}
+					continue
+				}
+				v := []byte(fmt.Sprintf("%s-%d", k, op))
+				ins, err := h.Put([]byte(k), v)
+				_, had := model[k]
+				switch {
+				case errors.Is(err, transport.ErrFull) && !had:
+				case err == nil && ins == !had:
+					model[k] = v
+				default:
+					report(fmt.Sprintf("Put(%s): inserted %v, %v, model had %v", k, ins, err, had))
+					return
+				}
+				buf := make([]byte, 16)
+				n, gerr := h.Get([]byte(k), buf)
+				if want, ok := model[k]; (ok && (gerr != nil || string(buf[:n]) != string(want))) || (!ok && !errors.Is(gerr, transport.ErrNotFound)) {
+					report(fmt.Sprintf("Get(%s) = %q, %v, want %q", k, buf[:n], gerr, model[k]))
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			if s := m.Scan(); s.Problems > 0 {
+				report(fmt.Sprintf("Scan problems with only live writers: %+v %+v", s.Buckets, s.HomeLocks))
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			rr, err := m.Repair()
+			if err == nil && rr.Changed() {
+				report(fmt.Sprintf("Repair changed something with only live writers: %+v", rr))
+				return
+			}
+		}
+	}()
+	time.Sleep(dur)
+	stop.Store(true)
+	wg.Wait()
+	if f := fail.Load(); f != nil {
+		t.Fatal(f)
+	}
+	seen := map[string]int{}
+	m.Range(func(k, v []byte) bool { seen[string(k)]++; return true })
+	for k, n := range seen {
+		if n > 1 {
+			t.Fatalf("key %s held %d times", k, n)
+		}
+	}
+	if c := m.Counters(); int(c.Live) != m.Len() {
+		t.Fatalf("live %d, Len %d", c.Live, m.Len())
 	}
 }
