@@ -29,7 +29,7 @@ func startWorkers(t *testing.T, f schedFiles, n int, env ...string) []*proctest.
 	t.Helper()
 	var cs []*proctest.Child
 	for i := 0; i < n; i++ {
-		c := proctest.Start(t, passHelper, "pass-worker", append(append(f.env(), "WORKERS=2"), env...)...)
+		c := passHelper.Start(t, "worker", append(append(f.env(), "WORKERS=2"), env...)...)
 		c.WaitLine(t, "ready")
 		cs = append(cs, c)
 	}
@@ -145,7 +145,7 @@ func TestPassTwoSubmitters(t *testing.T) {
 	s := startSched(t, f.config(2))
 	var subs []*proctest.Child
 	for i := 0; i < 2; i++ {
-		subs = append(subs, proctest.Start(t, passHelper, "pass-submitter", append(f.env(), "COUNT=150")...))
+		subs = append(subs, passHelper.Start(t, "submitter", append(f.env(), "COUNT=150")...))
 	}
 	tokens := map[uint64]bool{}
 	for _, c := range subs {
