@@ -182,14 +182,12 @@ func TestPassWorkerKilledMidPass(t *testing.T) {
 	cfg := f.config(0)
 	cfg.Events = ev
 	s := startSched(t, cfg)
-	doomed := startWorkers(t, f, 1, shm.CrashPointEnv+"=test.pass.executing")[0]
+	doomed := startWorkers(t, f, 1, proctest.Arm("test.pass.executing", 1)...)[0]
 	tok, err := s.Submitter().Submit(context.Background(), closureCrash, []byte("survive me"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := doomed.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("worker did not die in the pass: %v", err)
-	}
+	doomed.WaitKilled(t, "test.pass.executing")
 	rep := s.ScanNow()
 	if len(rep.Reclaimed) != 1 || rep.Reclaimed[0].ID.PID != int32(doomed.PID()) || len(rep.Reclaimed[0].Leases) != 1 {
 		t.Fatalf("watchdog report: %+v", rep)
