@@ -16,6 +16,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The multi-process chaos harness shared by the ring's and the deque's
@@ -525,4 +526,40 @@ func logTaken(b []byte, deliveries int, kind string) (uint64, bool) {
 	}
 	fmt.Printf("got %d %d %d %s %d\n", id>>32, id&(1<<32-1), deliveries, kind, shm.MonoNow())
 	return id, true
+}
+
+// chaosRepair is the parent's repair of a ring or a deque during the
+// chaos: a repair lock held by a child is not an error.
+func chaosRepair(q interface {
+	Repair() (check.RepairReport, error)
+}) func() (bool, error) {
+	return func() (bool, error) {
+		rep, err := q.Repair()
+		if errors.Is(err, ErrRepairBusy) {
+			err = nil
+		}
+		return rep.Changed(), err
+	}
+}
+
+// checkOnlySelfAttached fails the test unless every participant entry but
+// the caller's own is free: every killed child's entry was reclaimed.
+func checkOnlySelfAttached(t *testing.T, ps []check.Peer) {
+	t.Helper()
+	for _, p := range ps {
+		if p.State != "free" && !p.Self {
+			t.Errorf("participant %d left %s (%s, %s)", p.Index, p.State, p.ID, p.Reason)
+		}
+	}
+}
+
+// log reports what the run did (and, if the test failed or
+// SHMKIT_CHAOS_VERBOSE is set, every kill).
+func (run *chaosRun) log(t *testing.T, kind string, tally chaosTally, drained int, counters any) {
+	t.Helper()
+	t.Logf("%d kills and %d crash points (%d inside a %s call, %d inside a pop), %d instances, %d promised, %d distinct delivered, %d drained at the end, %d repairs that changed something; counters %+v",
+		run.kills, run.crashes, tally.inCallKills, kind, tally.popKills, len(run.instances), tally.promised, tally.distinct, drained, run.repair, counters)
+	if t.Failed() || os.Getenv("SHMKIT_CHAOS_VERBOSE") != "" {
+		t.Logf("kills: %v", run.killLog)
+	}
 }

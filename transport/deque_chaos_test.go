@@ -3,7 +3,6 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -112,13 +111,7 @@ func TestDequeChaos(t *testing.T) {
 			return []string{"MODE=claim"}
 		},
 		producerPoints: dequeChaosOwnerPoints, consumerPoints: dequeChaosThiefPoints,
-		repair: func() (bool, error) {
-			rep, err := d.Repair()
-			if errors.Is(err, ErrRepairBusy) {
-				err = nil
-			}
-			return rep.Changed(), err
-		},
+		repair:   chaosRepair(d),
 		chaosFor: chaosFor,
 	})
 
@@ -163,11 +156,7 @@ func TestDequeChaos(t *testing.T) {
 		}
 	}
 	tally := run.check(t, drained)
-	for _, p := range d.Peers() {
-		if p.State != "free" && !p.Self {
-			t.Errorf("participant %d left %s (%s, %s)", p.Index, p.State, p.ID, p.Reason)
-		}
-	}
+	checkOnlySelfAttached(t, d.Peers())
 	c := d.Counters()
 	if d.Len() != 0 || c.Pending != 0 {
 		t.Errorf("after the drain: len %d, %+v", d.Len(), c)
@@ -177,9 +166,5 @@ func TestDequeChaos(t *testing.T) {
 	} else if got := drainDeque(t, d); len(got) != 1 || got[0] != 7 {
 		t.Errorf("deque unusable at the end: drained %v", got)
 	}
-	t.Logf("%d kills and %d crash points (%d inside a deque call, %d inside a pop), %d instances, %d promised, %d distinct delivered, %d drained at the end, %d repairs that changed something; counters %+v",
-		run.kills, run.crashes, tally.inCallKills, tally.popKills, len(run.instances), tally.promised, tally.distinct, len(drained), run.repair, c)
-	if t.Failed() || os.Getenv("SHMKIT_CHAOS_VERBOSE") != "" {
-		t.Logf("kills: %v", run.killLog)
-	}
+	run.log(t, "deque", tally, len(drained), c)
 }

@@ -333,10 +333,18 @@ func want(ok bool, what string) string {
 // progress, heals it: the pop is rolled back and the thief gets the
 // message, without anyone calling Repair.
 func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
+	stealBehindDeadOwnersPop(t, crashDequePopAfterTake, 10*time.Second)
+}
+
+// stealBehindDeadOwnersPop kills an owner at point in its pop of its only
+// message, then steals, blocking for at most wait: the thief must get the
+// message without anyone calling Repair or Adopt.
+func stealBehindDeadOwnersPop(t *testing.T, point string, wait time.Duration) {
+	t.Helper()
 	d := newDeque(t, DequeConfig{Capacity: 8})
 	path := d.Path()
 	d.Close()
-	log := runDequeChild(t, path, "owner", crashDequePopAfterTake, 1, "FIRST=1", "COUNT=1", "POP=1")
+	log := runDequeChild(t, path, "owner", point, 1, "FIRST=1", "COUNT=1", "POP=1")
 	if len(log["ok"]) != 1 {
 		t.Fatalf("child log %v", log)
 	}
@@ -345,12 +353,12 @@ func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer th.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	buf := make([]byte, th.MaxPayload())
 	n, err := th.Steal(ctx, buf)
 	if err != nil {
-		t.Fatalf("blocked steal: %v", err)
+		t.Fatalf("blocked steal behind a dead owner's pop (killed at %s): %v (counters %+v, scan owner alive %v)", point, err, th.Counters(), th.Scan().OwnerAlive)
 	}
 	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
 		t.Fatalf("got %d %v", id, err)

@@ -7,7 +7,6 @@ package transport
 // comment says what the bug was and which commit added the test.
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"sync/atomic"
@@ -30,33 +29,12 @@ import (
 // and nobody checks the owner's death. The message sits in the file until
 // someone calls Repair or Adopt by hand. The same holds for
 // deque.push.after-write and deque.push.after-republish. Compare
-// TestDequeBlockedThiefHealsDeadOwnersPop (after-take), which heals.
+// TestDequeBlockedThiefHealsDeadOwnersPop (after-take), which healed already.
 //
 // Added in commit 7903a62 (the deque's first review fixes) as
 // TestDequeRegressionBlockedThiefDeadOwnerAnnouncedPop.
 func TestBlockedThiefHealsADeadOwnersAnnouncedPop(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8})
-	path := d.Path()
-	d.Close()
-	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
-	if len(log["ok"]) != 1 {
-		t.Fatalf("child log %v", log)
-	}
-	th, err := OpenDeque(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer th.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	buf := make([]byte, th.MaxPayload())
-	n, err := th.Steal(ctx, buf)
-	if err != nil {
-		t.Fatalf("blocked steal behind a dead owner's announced pop: %v (counters %+v, scan owner alive %v)", err, th.Counters(), th.Scan().OwnerAlive)
-	}
-	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
-		t.Fatalf("got %d %v", id, err)
-	}
+	stealBehindDeadOwnersPop(t, crashDequePopAfterAnnounce, 3*time.Second)
 }
 
 // TestRepairFixesADeadOwnersBottomAfterItsEntryIsTakenOver: after an

@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -79,13 +77,7 @@ func TestRingChaos(t *testing.T) {
 			return []string{"MODE=claim"}
 		},
 		producerPoints: chaosProducerPoints, consumerPoints: chaosConsumerPoints,
-		repair: func() (bool, error) {
-			rep, err := r.Repair()
-			if errors.Is(err, ErrRepairBusy) {
-				err = nil
-			}
-			return rep.Changed(), err
-		},
+		repair:   chaosRepair(r),
 		chaosFor: chaosFor,
 	})
 
@@ -146,12 +138,7 @@ func TestRingChaos(t *testing.T) {
 	}
 	tally := run.check(t, drained)
 
-	// Only the parent stays attached.
-	for _, p := range r.Peers() {
-		if p.State != "free" && !p.Self {
-			t.Errorf("participant %d left %s (%s, %s)", p.Index, p.State, p.ID, p.Reason)
-		}
-	}
+	checkOnlySelfAttached(t, r.Peers())
 	c := r.Counters()
 	if c.Pushed+uint64(tally.producerInCallKills) < uint64(tally.distinct) {
 		t.Errorf("counters: pushed %d (+%d producers killed mid-push) < %d distinct messages delivered", c.Pushed, tally.producerInCallKills, tally.distinct)
@@ -167,9 +154,5 @@ func TestRingChaos(t *testing.T) {
 	} else if got := drain(t, r); len(got) != 1 || got[0] != 7 {
 		t.Errorf("ring unusable at the end: drained %v", got)
 	}
-	t.Logf("%d kills and %d crash points (%d inside a ring call, %d inside Pop), %d instances, %d promised, %d distinct delivered, %d drained at the end, %d repairs that changed something; counters %+v",
-		run.kills, run.crashes, tally.inCallKills, tally.popKills, len(run.instances), tally.promised, tally.distinct, len(drained), run.repair, c)
-	if t.Failed() || os.Getenv("SHMKIT_CHAOS_VERBOSE") != "" {
-		t.Logf("kills: %v", run.killLog)
-	}
+	run.log(t, "ring", tally, len(drained), c)
 }
