@@ -153,3 +153,11 @@ func TestCrashPointMarkMatchesHarness(t *testing.T) {
 		t.Fatalf("shm.CrashPointMark %q, proctest.CrashPointMark %q", CrashPointMark, proctest.CrashPointMark)
 	}
 }
+
+// The harness arms a child's crash point through this package's
+// environment variables (proctest.Arm): their names must agree.
+func TestCrashPointEnvMatchesHarness(t *testing.T) {
+	if CrashPointEnv != proctest.CrashPointEnv || CrashPointAfterEnv != proctest.CrashPointAfterEnv {
+		t.Fatalf("shm: %s, %s; proctest: %s, %s", CrashPointEnv, CrashPointAfterEnv, proctest.CrashPointEnv, proctest.CrashPointAfterEnv)
+	}
+}

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The multi-process chaos harness shared by the ring's and the deque's
@@ -36,8 +39,8 @@ import (
 
 // chaosConfig says what to run.
 type chaosConfig struct {
-	helper                         string // the helper test children run
-	producerRole, consumerRole     string
+	helper                         proctest.Helper // the helper test children run
+	producerRole, consumerRole     string          // roles of helper
 	producers, consumers           int
 	path                           string
 	env                            func(slot, gen int) []string // role-specific environment of an instance
@@ -77,8 +80,8 @@ func runChaos(t *testing.T, rng *rand.Rand, cfg chaosConfig) *chaosRun {
 	start := func(slot int) *chaosInstance {
 		gen := gens[slot]
 		gens[slot]++
-		env := append([]string{"SHMKIT_TEST_PATH=" + cfg.path, "STOP_PRODUCERS=" + stopProducers, "STOP_CONSUMERS=" + stopConsumers,
-			"CHILD_SEED=" + strconv.FormatUint(rng.Uint64(), 10)}, cfg.env(slot, gen)...)
+		env := append([]string{proctest.PathArg(cfg.path), "STOP_PRODUCERS=" + stopProducers, "STOP_CONSUMERS=" + stopConsumers,
+			proctest.ChildSeed(rng)}, cfg.env(slot, gen)...)
 		role, points := cfg.consumerRole, cfg.consumerPoints
 		if slot < cfg.producers {
 			role, points = cfg.producerRole, cfg.producerPoints
@@ -86,9 +89,9 @@ func runChaos(t *testing.T, rng *rand.Rand, cfg chaosConfig) *chaosRun {
 		armed := ""
 		if gen > 0 && rng.IntN(2) == 0 {
 			armed = points[rng.IntN(len(points))]
-			env = append(env, shm.CrashPointEnv+"="+armed, shm.CrashPointAfterEnv+"="+strconv.Itoa(1+rng.IntN(300)))
+			env = append(env, proctest.Arm(armed, 1+rng.IntN(300))...)
 		}
-		in := &chaosInstance{slot: slot, gen: gen, armed: armed, child: proctest.StartTimeout(t, 60*time.Second, cfg.helper, role, env...)}
+		in := &chaosInstance{slot: slot, gen: gen, armed: armed, child: cfg.helper.Start(t, role, env...)}
 		run.instances = append(run.instances, in)
 		return in
 	}
@@ -125,10 +128,7 @@ func runChaos(t *testing.T, rng *rand.Rand, cfg chaosConfig) *chaosRun {
 
 	// Kill a random child every 50-150 ms and restart it; restart at once a
 	// child that died at its crash point.
-	diedArmed := func(in *chaosInstance) bool {
-		err := in.child.Wait()
-		return in.armed != "" && err != nil && strings.Contains(err.Error(), "killed")
-	}
+	diedArmed := func(in *chaosInstance) bool { return in.armed != "" && in.child.DiedAt(in.armed) }
 	end := time.Now().Add(cfg.chaosFor)
 	nextKill := time.Now().Add(time.Duration(50+rng.IntN(101)) * time.Millisecond)
 	for time.Now().Before(end) {
@@ -420,17 +420,146 @@ func (run *chaosRun) check(t *testing.T, drained []uint64) chaosTally {
 	return tally
 }
 
-// chaosSeed is the run's seed: SHMKIT_CHAOS_SEED, or the clock.
+// chaosSeed is the run's random numbers, from SHMKIT_CHAOS_SEED or the
+// clock (logged for a rerun).
 func chaosSeed(t *testing.T) *rand.Rand {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SHMKIT_CHAOS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SHMKIT_CHAOS_SEED=%q: %v", s, err)
+	return proctest.SeededRand(t, "SHMKIT_CHAOS_SEED")
+}
+
+// chaosQueue is what a chaos child uses of a ring or a deque.
+type chaosQueue interface {
+	Claim(ctx context.Context) (Lease, error)
+	Ack(l Lease) error
+	MaxPayload() int
+}
+
+// chaosProduce is a producer child's loop: push P<<32|S for S = FIRST,
+// FIRST+1, ... (a 1 ms pause every PACE pushes) until the file
+// STOP_PRODUCERS exists, calling after, if not nil, after every push.
+func chaosProduce(push func(context.Context, []byte) error, p uint64, after func() error) error {
+	s, pace := proctest.EnvUint64("FIRST"), proctest.EnvInt("PACE")
+	stop := os.Getenv("STOP_PRODUCERS")
+	for i := 0; ; i, s = i+1, s+1 {
+		if i%16 == 0 && proctest.Exists(stop) {
+			return nil
 		}
-		seed = v
+		if pace > 0 && i%pace == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Printf("pushing %d %d\n", p, s)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := push(ctx, encodeMsg(p<<32|s))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("push %d %d: %w", p, s, err)
+		}
+		fmt.Printf("ok %d %d\n", p, s)
+		if after != nil {
+			if err := after(); err != nil {
+				return err
+			}
+		}
 	}
-	t.Logf("seed %d (rerun with SHMKIT_CHAOS_SEED=%d)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x5eed))
+}
+
+// chaosConsume is a consumer child's loop until the file STOP_CONSUMERS
+// exists: claim and ack (MODE=claim), or (MODE=mixed) a third of the time
+// a plain take instead (take, named what in errors). Now and then it holds
+// a lease a while, so that kills find leases in flight (and a deque's owner
+// burns past them).
+func chaosConsume(q chaosQueue, rng *rand.Rand, take func(context.Context, []byte) (int, error), what string) error {
+	mixed := os.Getenv("MODE") == "mixed"
+	stop := os.Getenv("STOP_CONSUMERS")
+	buf := make([]byte, q.MaxPayload())
+	for i := 0; ; i++ {
+		if i%16 == 0 && proctest.Exists(stop) {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		if mixed && rng.IntN(3) == 0 {
+			fmt.Printf("popping %d\n", shm.MonoNow())
+			n, err := take(ctx, buf)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				i = 15 // look at the stop file
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			logTaken(buf[:n], 0, "p")
+			continue
+		}
+		fmt.Printf("claiming %d\n", shm.MonoNow())
+		l, err := q.Claim(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			i = 15
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		id, ok := logTaken(l.Data(), l.Deliveries, "c")
+		if rng.IntN(8) == 0 {
+			time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+		}
+		if ok {
+			fmt.Printf("acking %d %d\n", id>>32, id&(1<<32-1))
+		}
+		if err := q.Ack(l); err != nil {
+			return fmt.Errorf("ack %d %d: %w", id>>32, id&(1<<32-1), err)
+		}
+		if ok {
+			fmt.Printf("acked %d %d\n", id>>32, id&(1<<32-1))
+		}
+	}
+}
+
+// logTaken prints the harness's "got" line for a message (or "BAD").
+func logTaken(b []byte, deliveries int, kind string) (uint64, bool) {
+	id, err := decodeMsg(b)
+	if err != nil {
+		fmt.Printf("BAD %x\n", b)
+		return 0, false
+	}
+	fmt.Printf("got %d %d %d %s %d\n", id>>32, id&(1<<32-1), deliveries, kind, shm.MonoNow())
+	return id, true
+}
+
+// chaosRepair is the parent's repair of a ring or a deque during the
+// chaos: a repair lock held by a child is not an error.
+func chaosRepair(q interface {
+	Repair() (check.RepairReport, error)
+}) func() (bool, error) {
+	return func() (bool, error) {
+		rep, err := q.Repair()
+		if errors.Is(err, ErrRepairBusy) {
+			err = nil
+		}
+		return rep.Changed(), err
+	}
+}
+
+// checkOnlySelfAttached fails the test unless every participant entry but
+// the caller's own is free: every killed child's entry was reclaimed.
+func checkOnlySelfAttached(t *testing.T, ps []check.Peer) {
+	t.Helper()
+	for _, p := range ps {
+		if p.State != "free" && !p.Self {
+			t.Errorf("participant %d left %s (%s, %s)", p.Index, p.State, p.ID, p.Reason)
+		}
+	}
+}
+
+// log reports what the run did (and, if the test failed or
+// SHMKIT_CHAOS_VERBOSE is set, every kill).
+func (run *chaosRun) log(t *testing.T, kind string, tally chaosTally, drained int, counters any) {
+	t.Helper()
+	t.Logf("%d kills and %d crash points (%d inside a %s call, %d inside a pop), %d instances, %d promised, %d distinct delivered, %d drained at the end, %d repairs that changed something; counters %+v",
+		run.kills, run.crashes, tally.inCallKills, kind, tally.popKills, len(run.instances), tally.promised, tally.distinct, drained, run.repair, counters)
+	if t.Failed() || os.Getenv("SHMKIT_CHAOS_VERBOSE") != "" {
+		t.Logf("kills: %v", run.killLog)
+	}
 }

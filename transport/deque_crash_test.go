@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +20,7 @@ import (
 // duplicates are only of messages in flight at the kill, and that the deque
 // works afterwards.
 
-const dequeHelperTest = "TestDequeHelperProcess"
+var dequeHelper = proctest.Helper{Test: "TestDequeHelperProcess", Prefix: "deque-"}
 
 // TestDequeHelperProcess is the child side. Roles:
 //
@@ -35,41 +33,29 @@ const dequeHelperTest = "TestDequeHelperProcess"
 //	repair   run Repair
 //	adopt    run Adopt
 //	thief    steal (Steal or, with LEASE=1, Claim+Ack) until id 0 ("got ID")
-func TestDequeHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "deque-") {
-		return
-	}
-	code := 0
-	if err := dequeChild(strings.TrimPrefix(role, "deque-")); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestDequeHelperProcess(t *testing.T) { dequeHelper.Serve(dequeChild) }
 
 func dequeChild(role string) error {
-	d, err := OpenDeque(os.Getenv("SHMKIT_TEST_PATH"))
+	d, err := OpenDeque(proctest.EnvPath())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	envInt := func(k string) uint64 { v, _ := strconv.ParseUint(os.Getenv(k), 10, 64); return v }
 	buf := make([]byte, d.MaxPayload())
 	switch role {
 	case "owner":
 		if _, err := d.Adopt(); err != nil {
 			return err
 		}
-		first, count := envInt("FIRST"), envInt("COUNT")
+		first, count := proctest.EnvUint64("FIRST"), proctest.EnvUint64("COUNT")
 		for id := first; id < first+count; id++ {
 			if err := d.Push(ctx, encodeMsg(id)); err != nil {
 				return err
 			}
 			fmt.Printf("ok %d\n", id)
 		}
-		for i := uint64(0); i < envInt("POP"); i++ {
+		for i := uint64(0); i < proctest.EnvUint64("POP"); i++ {
 			n, err := d.TryPop(buf)
 			if err != nil {
 				return err
@@ -162,23 +148,16 @@ func dequeChild(role string) error {
 	return d.Close()
 }
 
-func runDequeChild(t *testing.T, path, role, point string, after int, env ...string) map[string][]uint64 {
+// runDequeChild runs a child to its death at point (the after-th time it
+// gets there), insisting that it died there, or, with no point, to a clean
+// exit; it returns the child's log.
+func runDequeChild(t *testing.T, path, role, point string, after int, env ...string) proctest.Log {
 	t.Helper()
-	env = append(env, "SHMKIT_TEST_PATH="+path)
-	if point != "" {
-		env = append(env, shm.CrashPointEnv+"="+point, shm.CrashPointAfterEnv+"="+strconv.Itoa(after))
-	}
-	c := proctest.StartTimeout(t, 60*time.Second, dequeHelperTest, "deque-"+role, env...)
-	err := c.Wait()
-	out, errOut := c.Output()
+	env = append(env, proctest.PathArg(path))
 	if point == "" {
-		if err != nil {
-			t.Fatalf("child %s: %v\nstdout:\n%s\nstderr:\n%s", role, err, out, errOut)
-		}
-	} else if err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child %s did not die at %s (err %v)\nstdout:\n%s\nstderr:\n%s", role, point, err, out, errOut)
+		return dequeHelper.Run(t, role, env...).Log()
 	}
-	return childLog(out)
+	return dequeHelper.RunToCrash(t, role, point, after, env...).Log()
 }
 
 // drainDeque takes everything through the ordinary pop path, failing on
@@ -354,10 +333,18 @@ func want(ok bool, what string) string {
 // progress, heals it: the pop is rolled back and the thief gets the
 // message, without anyone calling Repair.
 func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
+	stealBehindDeadOwnersPop(t, crashDequePopAfterTake, 10*time.Second)
+}
+
+// stealBehindDeadOwnersPop kills an owner at point in its pop of its only
+// message, then steals, blocking for at most wait: the thief must get the
+// message without anyone calling Repair or Adopt.
+func stealBehindDeadOwnersPop(t *testing.T, point string, wait time.Duration) {
+	t.Helper()
 	d := newDeque(t, DequeConfig{Capacity: 8})
 	path := d.Path()
 	d.Close()
-	log := runDequeChild(t, path, "owner", crashDequePopAfterTake, 1, "FIRST=1", "COUNT=1", "POP=1")
+	log := runDequeChild(t, path, "owner", point, 1, "FIRST=1", "COUNT=1", "POP=1")
 	if len(log["ok"]) != 1 {
 		t.Fatalf("child log %v", log)
 	}
@@ -366,12 +353,12 @@ func TestDequeBlockedThiefHealsDeadOwnersPop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer th.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	buf := make([]byte, th.MaxPayload())
 	n, err := th.Steal(ctx, buf)
 	if err != nil {
-		t.Fatalf("blocked steal: %v", err)
+		t.Fatalf("blocked steal behind a dead owner's pop (killed at %s): %v (counters %+v, scan owner alive %v)", point, err, th.Counters(), th.Scan().OwnerAlive)
 	}
 	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
 		t.Fatalf("got %d %v", id, err)
@@ -406,10 +393,8 @@ func TestDequeAcrossProcesses(t *testing.T) {
 	const n = 20000
 	d := newDeque(t, DequeConfig{Capacity: 256})
 	var children []*proctest.Child
-	for i, lease := range []string{"0", "1"} {
-		_ = i
-		children = append(children, proctest.StartTimeout(t, 60*time.Second, dequeHelperTest, "deque-thief",
-			"SHMKIT_TEST_PATH="+d.Path(), "LEASE="+lease))
+	for _, lease := range []string{"0", "1"} {
+		children = append(children, dequeHelper.Start(t, "thief", proctest.PathArg(d.Path()), "LEASE="+lease))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -436,8 +421,7 @@ func TestDequeAcrossProcesses(t *testing.T) {
 	}
 	for _, c := range children {
 		c.MustSucceed(t)
-		out, _ := c.Output()
-		for _, id := range childLog(out)["got"] {
+		for _, id := range c.Log()["got"] {
 			count[id]++
 		}
 	}

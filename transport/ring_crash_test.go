@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +20,7 @@ import (
 // returned is delivered at least once, intact, that duplicates are only of
 // messages in flight at the kill, and that the ring works afterwards.
 
-const helperTest = "TestRingHelperProcess"
+var ringHelper = proctest.Helper{Test: "TestRingHelperProcess", Prefix: "ring-"}
 
 // TestRingHelperProcess is the child side. Roles:
 //
@@ -31,23 +28,14 @@ const helperTest = "TestRingHelperProcess"
 //	pop             pop until empty, print "got ID" after each
 //	claim           claim, print "got ID", ack, print "acked ID"
 //	hold            claim one message, print "got ID", die while holding it
+//	claimall        lease every message in the ring, print "got ID" for
+//	                each, then die (test.lease.all-held) holding them all
 //	repair          run Repair
 //	attach          attach and exit
-func TestRingHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "ring-") {
-		return
-	}
-	code := 0
-	if err := ringChild(strings.TrimPrefix(role, "ring-")); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestRingHelperProcess(t *testing.T) { ringHelper.Serve(ringChild) }
 
 func ringChild(role string) error {
-	r, err := OpenRing(os.Getenv("SHMKIT_TEST_PATH"))
+	r, err := OpenRing(proctest.EnvPath())
 	if err != nil {
 		return err
 	}
@@ -56,10 +44,9 @@ func ringChild(role string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	envInt := func(k string) uint64 { v, _ := strconv.ParseUint(os.Getenv(k), 10, 64); return v }
 	switch role {
 	case "producer":
-		first, count := envInt("FIRST"), envInt("COUNT")
+		first, count := proctest.EnvUint64("FIRST"), proctest.EnvUint64("COUNT")
 		for id := first; id < first+count; id++ {
 			if err := r.Push(ctx, encodeMsg(id)); err != nil {
 				return err
@@ -104,6 +91,20 @@ func ringChild(role string) error {
 			}
 			fmt.Printf("acked %d\n", id)
 		}
+	case "claimall":
+		for {
+			l, err := r.TryClaim()
+			if err == ErrEmpty {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			id, _ := decodeMsg(l.Data())
+			fmt.Printf("got %d\n", id)
+		}
+		shm.CrashPoint("test.lease.all-held")
+		return errors.New("passed test.lease.all-held: not armed")
 	case "repair":
 		_, err := r.Repair()
 		return err
@@ -113,42 +114,16 @@ func ringChild(role string) error {
 	return r.Close()
 }
 
-// childLog parses a child's "word ID" lines.
-func childLog(out string) map[string][]uint64 {
-	m := map[string][]uint64{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		id, err := strconv.ParseUint(f[1], 10, 64)
-		if err == nil {
-			m[f[0]] = append(m[f[0]], id)
-		}
-	}
-	return m
+// runCrashChild runs a child armed to die at point (the after-th time it
+// gets there), insists that it did die there, and returns its log.
+func runCrashChild(t *testing.T, path, role, point string, after int, env ...string) proctest.Log {
+	t.Helper()
+	return ringHelper.RunToCrash(t, role, point, after, append(env, proctest.PathArg(path))...).Log()
 }
 
-// runCrashChild starts a child armed to die at point (the after-th time it
-// gets there) and insists that it did die there.
-func runCrashChild(t *testing.T, path, role, point string, after int, env ...string) map[string][]uint64 {
+func runChild(t *testing.T, path, role string, env ...string) proctest.Log {
 	t.Helper()
-	env = append(env, "SHMKIT_TEST_PATH="+path, shm.CrashPointEnv+"="+point, shm.CrashPointAfterEnv+"="+strconv.Itoa(after))
-	c := proctest.StartTimeout(t, 60*time.Second, helperTest, "ring-"+role, env...)
-	err := c.Wait()
-	out, errOut := c.Output()
-	if err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child %s did not die at %s (err %v)\nstdout:\n%s\nstderr:\n%s", role, point, err, out, errOut)
-	}
-	return childLog(out)
-}
-
-func runChild(t *testing.T, path, role string, env ...string) map[string][]uint64 {
-	t.Helper()
-	c := proctest.StartTimeout(t, 60*time.Second, helperTest, "ring-"+role, append(env, "SHMKIT_TEST_PATH="+path)...)
-	c.MustSucceed(t)
-	out, _ := c.Output()
-	return childLog(out)
+	return ringHelper.Run(t, role, append(env, proctest.PathArg(path))...).Log()
 }
 
 // drain pops everything, failing on any corrupt payload.

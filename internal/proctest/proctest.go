@@ -160,13 +160,15 @@ func (c *Child) WaitLine(t testing.TB, prefix string) string {
 	return ""
 }
 
-// WaitKilled waits for the child and fails the test unless it was killed
-// (as a child armed with a crash point kills itself at point).
+// WaitKilled waits for the child and fails the test unless it died at the
+// crash point it was armed with: killed, and its stderr has the line
+// CrashPointMark+point it writes just before it kills itself there. A
+// SIGKILL from anywhere else (a timeout, another point) fails.
 func (c *Child) WaitKilled(t testing.TB, point string) {
 	t.Helper()
-	if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+	if !c.DiedAt(point) {
 		out, errOut := c.Output()
-		t.Fatalf("child did not die at %s: %v\n%s\n%s", point, err, out, errOut)
+		t.Fatalf("child %v did not die at crash point %s (exit: %v)\nstdout:\n%s\nstderr:\n%s", c.Cmd.Args, point, c.Wait(), out, errOut)
 	}
 }
 

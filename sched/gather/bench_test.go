@@ -16,7 +16,7 @@ func BenchmarkAllGatherRound2Proc(b *testing.B) {
 	}
 	defer ag.Close()
 	m := joinGather(b, ag, 0, Timeout(30*time.Second))
-	child := startFairChild(b, "fair-echo", path, 1)
+	child := startFairChild(b, "echo", path, 1)
 	buf := make([]uint32, 0, 4)
 	round := func(w uint32) {
 		out, err := m.AllGather(buf[:0], []uint32{w, 0})

@@ -19,39 +19,29 @@ import (
 )
 
 const (
-	fairHelper     = "TestFairHelperProcess"
-	fairEnvPath    = "SHMKIT_FAIR_PATH"
 	fairEnvRank    = "SHMKIT_FAIR_RANK"
 	fairDigestLine = "FAIR-OUTCOME "
 	fairStopWord   = 0xffffffff
 )
 
+var fairHelper = proctest.Helper{Test: "TestFairHelperProcess", Prefix: "fair-"}
+
 // TestFairHelperProcess is the child side of the fair scheduler's and the
 // all-gather's multi-process tests. Roles:
 //
 //	fair-stream, fair-diverge: run fairProcStream as participant
-//	  $SHMKIT_FAIR_RANK of the all-gather file $SHMKIT_FAIR_PATH and print
+//	  $SHMKIT_FAIR_RANK of the all-gather file $SHMKIT_TEST_PATH and print
 //	  its outcome (fair-diverge enqueues one divergent transition);
 //	fair-rounds: run rounds of [rank, round] until killed or 20 rounds;
 //	fair-echo: run rounds until participant 0 sends fairStopWord.
-func TestFairHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "fair-") {
-		return
-	}
-	if err := fairChild(role); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func TestFairHelperProcess(t *testing.T) { fairHelper.Serve(fairChild) }
 
 func fairChild(role string) error {
 	rank, err := strconv.Atoi(os.Getenv(fairEnvRank))
 	if err != nil {
 		return err
 	}
-	ag, err := Open(os.Getenv(fairEnvPath))
+	ag, err := Open(proctest.EnvPath())
 	if err != nil {
 		return err
 	}
@@ -65,8 +55,8 @@ func fairChild(role string) error {
 		fmt.Println("armed", p)
 	}
 	switch role {
-	case "fair-stream", "fair-diverge":
-		o, err := fairProcStream(m, rank, role == "fair-diverge")
+	case "stream", "diverge":
+		o, err := fairProcStream(m, rank, role == "diverge")
 		if err != nil {
 			return err
 		}
@@ -76,7 +66,7 @@ func fairChild(role string) error {
 		}
 		fmt.Println(fairDigestLine + string(b))
 		return nil
-	case "fair-rounds":
+	case "rounds":
 		for r := uint32(1); r <= 20; r++ {
 			if _, err := m.AllGather(nil, []uint32{uint32(rank), r}); err != nil {
 				return err
@@ -84,7 +74,7 @@ func fairChild(role string) error {
 			fmt.Println("round", r)
 		}
 		return nil
-	case "fair-echo":
+	case "echo":
 		var buf []uint32
 		for {
 			out, err := m.AllGather(buf[:0], []uint32{uint32(rank), 0})
@@ -102,8 +92,7 @@ func fairChild(role string) error {
 
 func startFairChild(t testing.TB, role, path string, rank int, env ...string) *proctest.Child {
 	t.Helper()
-	env = append(env, fairEnvPath+"="+path, fairEnvRank+"="+strconv.Itoa(rank))
-	return proctest.StartTimeout(t, 60*time.Second, fairHelper, role, env...)
+	return fairHelper.Start(t, role, append(env, proctest.PathArg(path), fairEnvRank+"="+strconv.Itoa(rank))...)
 }
 
 func fairChildOutcome(t *testing.T, c *proctest.Child) fairOutcome {
@@ -137,7 +126,7 @@ func TestFairThreeProcessesAgree(t *testing.T) {
 	defer ag.Close()
 	var children []*proctest.Child
 	for rank := 0; rank < n; rank++ {
-		children = append(children, startFairChild(t, "fair-stream", path, rank))
+		children = append(children, startFairChild(t, "stream", path, rank))
 	}
 	var outcomes []fairOutcome
 	for _, c := range children {
@@ -174,9 +163,9 @@ func TestFairDivergentProcessPoisonsAll(t *testing.T) {
 	defer ag.Close()
 	var children []*proctest.Child
 	for rank := 0; rank < n; rank++ {
-		role := "fair-stream"
+		role := "stream"
 		if rank == 1 {
-			role = "fair-diverge"
+			role = "diverge"
 		}
 		children = append(children, startFairChild(t, role, path, rank))
 	}
@@ -225,8 +214,7 @@ func TestAllGatherParticipantKilledMidRound(t *testing.T) {
 			}
 			defer ag.Close()
 			m := joinGather(t, ag, 0, Timeout(time.Minute))
-			child := startFairChild(t, "fair-rounds", path, 1,
-				shm.CrashPointEnv+"="+tc.point, shm.CrashPointAfterEnv+"="+strconv.Itoa(tc.after))
+			child := startFairChild(t, "rounds", path, 1, proctest.Arm(tc.point, tc.after)...)
 			var failed error
 			var r uint32
 			var start time.Time
@@ -242,10 +230,7 @@ func TestAllGatherParticipantKilledMidRound(t *testing.T) {
 				}
 			}
 			took := time.Since(start)
-			if werr := child.Wait(); werr == nil || werr.Error() != "signal: killed" {
-				out, errOut := child.Output()
-				t.Fatalf("child exit %v, want killed\n%s\n%s", werr, out, errOut)
-			}
+			child.WaitKilled(t, tc.point)
 			if !errors.Is(failed, ErrPeerDead) || r != tc.failRound {
 				t.Fatalf("round %d: %v; want ErrPeerDead in round %d", r, failed, tc.failRound)
 			}

@@ -3,7 +3,6 @@ package heartbeat
 import (
 	"testing"
 
-	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -19,8 +18,7 @@ func TestHeartbeatRegisterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	c := startChild(t, f, "register", shm.CrashPointEnv+"=hb.register.after-claim")
-	c.WaitKilled(t, crashHbRegisterAfterClaim)
+	runToCrash(t, f, "register", crashHbRegisterAfterClaim)
 	if p, _ := h.Snapshot(0); p.State != "claiming" || p.Health(0) != "dead" {
 		t.Fatalf("slot %+v", p)
 	}
@@ -40,8 +38,7 @@ func TestHeartbeatRegisterCrash(t *testing.T) {
 // job, and the message is in the ring exactly once.
 func TestWatchdogCrashBeforeFree(t *testing.T) {
 	f, h, _ := holderSetup(t)
-	c := startChild(t, f, "watchdog", shm.CrashPointEnv+"=hb.reclaim.before-free")
-	c.WaitKilled(t, crashHbReclaimBeforeFree)
+	runToCrash(t, f, "watchdog", crashHbReclaimBeforeFree)
 	if p, _ := h.Snapshot(0); p.State != "reclaiming" {
 		t.Fatalf("slot %+v", p)
 	}

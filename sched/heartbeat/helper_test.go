@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"github.com/shmkit/shmkit/transport"
 )
 
-const hbHelper = "TestHeartbeatHelperProcess"
+var hbHelper = proctest.Helper{Test: "TestHeartbeatHelperProcess", Prefix: "heartbeat-"}
 
 // testFiles names the files of one test: a ring the participants lease
 // from, and the heartbeat table.
@@ -40,22 +39,19 @@ func (f testFiles) env() []string {
 // startChild starts a helper process in role (hold, watchdog, register).
 func startChild(t testing.TB, f testFiles, role string, env ...string) *proctest.Child {
 	t.Helper()
-	return proctest.Start(t, hbHelper, "heartbeat-"+role, append(f.env(), env...)...)
+	return hbHelper.Start(t, role, append(f.env(), env...)...)
+}
+
+// runToCrash runs a helper process in role armed to die at point and
+// insists that it died there.
+func runToCrash(t testing.TB, f testFiles, role, point string) *proctest.Child {
+	t.Helper()
+	return hbHelper.RunToCrash(t, role, point, 1, f.env()...)
 }
 
 // TestHeartbeatHelperProcess is the child side of the heartbeat table's
 // and the watchdog's multi-process tests.
-func TestHeartbeatHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "heartbeat-") {
-		return
-	}
-	if err := child(strings.TrimPrefix(role, "heartbeat-")); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func TestHeartbeatHelperProcess(t *testing.T) { hbHelper.Serve(child) }
 
 func child(role string) error {
 	f := testFiles{ring: os.Getenv("HB_TEST_RING"), hb: os.Getenv("HB_TEST_TABLE")}

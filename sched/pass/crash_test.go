@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/internal/proctest"
 )
 
 // Crash points of the Pass scheduler's workers: a real process dies at
@@ -25,7 +25,7 @@ func TestPassWorkerCrashPoints(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			f := newSchedFiles(t)
 			s := startSched(t, f.config(0))
-			doomed := startWorkers(t, f, 1, shm.CrashPointEnv+"="+tc.point)[0]
+			doomed := startWorkers(t, f, 1, proctest.Arm(tc.point, 1)...)[0]
 			tok, err := s.Submitter().Submit(context.Background(), closureEcho, []byte("payload"))
 			if err != nil {
 				t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/shmkit/shmkit/transport"
 )
 
-const passHelper = "TestPassHelperProcess"
+var passHelper = proctest.Helper{Test: "TestPassHelperProcess", Prefix: "pass-"}
 
 // Closures every test process registers.
 const (
@@ -70,17 +70,7 @@ func (f schedFiles) config(workers int) Config {
 
 // TestPassHelperProcess is the child side of the Pass scheduler's
 // multi-process tests.
-func TestPassHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "pass-") {
-		return
-	}
-	if err := schedChild(strings.TrimPrefix(role, "pass-")); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func TestPassHelperProcess(t *testing.T) { passHelper.Serve(schedChild) }
 
 func schedChild(role string) error {
 	f := schedFiles{submit: os.Getenv("SCHED_SUBMIT"), result: os.Getenv("SCHED_RESULT"), hb: os.Getenv("SCHED_HB")}
@@ -88,8 +78,7 @@ func schedChild(role string) error {
 	defer stop()
 	switch role {
 	case "worker":
-		workers, _ := strconv.Atoi(os.Getenv("WORKERS"))
-		cfg := f.config(max(workers, 1))
+		cfg := f.config(max(proctest.EnvInt("WORKERS"), 1))
 		cfg.Label = "test-worker"
 		var s *Scheduler
 		var err error
@@ -107,7 +96,7 @@ func schedChild(role string) error {
 		<-ctx.Done()
 		return s.Stop(context.Background())
 	case "submitter":
-		count, _ := strconv.Atoi(os.Getenv("COUNT"))
+		count := proctest.EnvInt("COUNT")
 		s, err := Start(f.config(0))
 		if err != nil {
 			return err
@@ -127,7 +116,7 @@ func schedChild(role string) error {
 
 func startBenchChild(tb testing.TB, f schedFiles) *proctest.Child {
 	tb.Helper()
-	c := proctest.Start(tb, passHelper, "pass-worker", append(f.env(), "WORKERS=1")...)
+	c := passHelper.Start(tb, "worker", append(f.env(), "WORKERS=1")...)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if out, _ := c.Output(); strings.Contains(out, "ready") {

@@ -29,7 +29,7 @@ func startWorkers(t *testing.T, f schedFiles, n int, env ...string) []*proctest.
 	t.Helper()
 	var cs []*proctest.Child
 	for i := 0; i < n; i++ {
-		c := proctest.Start(t, passHelper, "pass-worker", append(append(f.env(), "WORKERS=2"), env...)...)
+		c := passHelper.Start(t, "worker", append(append(f.env(), "WORKERS=2"), env...)...)
 		c.WaitLine(t, "ready")
 		cs = append(cs, c)
 	}
@@ -145,7 +145,7 @@ func TestPassTwoSubmitters(t *testing.T) {
 	s := startSched(t, f.config(2))
 	var subs []*proctest.Child
 	for i := 0; i < 2; i++ {
-		subs = append(subs, proctest.Start(t, passHelper, "pass-submitter", append(f.env(), "COUNT=150")...))
+		subs = append(subs, passHelper.Start(t, "submitter", append(f.env(), "COUNT=150")...))
 	}
 	tokens := map[uint64]bool{}
 	for _, c := range subs {
@@ -182,14 +182,12 @@ func TestPassWorkerKilledMidPass(t *testing.T) {
 	cfg := f.config(0)
 	cfg.Events = ev
 	s := startSched(t, cfg)
-	doomed := startWorkers(t, f, 1, shm.CrashPointEnv+"=test.pass.executing")[0]
+	doomed := startWorkers(t, f, 1, proctest.Arm("test.pass.executing", 1)...)[0]
 	tok, err := s.Submitter().Submit(context.Background(), closureCrash, []byte("survive me"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := doomed.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("worker did not die in the pass: %v", err)
-	}
+	doomed.WaitKilled(t, "test.pass.executing")
 	rep := s.ScanNow()
 	if len(rep.Reclaimed) != 1 || rep.Reclaimed[0].ID.PID != int32(doomed.PID()) || len(rep.Reclaimed[0].Leases) != 1 {
 		t.Fatalf("watchdog report: %+v", rep)

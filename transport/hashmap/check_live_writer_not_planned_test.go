@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
@@ -67,8 +66,8 @@ func TestHashMapCheckLiveWritersNeverPlanned(t *testing.T) {
 		ops = 3000
 	}
 	m := newHashMap(t, Config{Capacity: 64, KeySize: 16, ValueSize: 64, Participants: 8})
-	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops), "WRITER=1"}
-	child := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-writer", env...)
+	env := []string{proctest.PathArg(m.Path()), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops), "WRITER=1"}
+	child := hmHelper.Start(t, "stress-writer", env...)
 	if _, err := m.Put([]byte("go"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,12 @@ package hashmap
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shmkit/shmkit/internal/proctest"
-	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 	"github.com/shmkit/shmkit/transport/check"
 	"github.com/shmkit/shmkit/transport/internal/peers"
@@ -25,7 +23,7 @@ import (
 // interrupted one either happened entirely or not at all, no key is in two
 // buckets, and the map works afterwards.
 
-const hmHelperTest = "TestHashMapHelperProcess"
+var hmHelper = proctest.Helper{Test: "TestHashMapHelperProcess", Prefix: "hashmap-"}
 
 // hmOp is one step of the children's script.
 type hmOp struct {
@@ -60,28 +58,17 @@ const (
 //	                print "ok K" for each one this process inserted
 //	stress-reader   Get and Range until key "stop" appears, checking
 //	                every value; print "reads N"
-func TestHashMapHelperProcess(t *testing.T) {
-	role, ok := proctest.Role()
-	if !ok || !strings.HasPrefix(role, "hashmap-") {
-		return
-	}
-	code := 0
-	if err := hashMapChild(strings.TrimPrefix(role, "hashmap-")); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestHashMapHelperProcess(t *testing.T) { hmHelper.Serve(hashMapChild) }
 
 func hashMapChild(role string) error {
-	m, err := Open(os.Getenv("SHMKIT_TEST_PATH"))
+	m, err := Open(proctest.EnvPath())
 	if err != nil {
 		return err
 	}
 	if role == "attach" {
 		return nil // keep the entry: exit without Close
 	}
-	env := func(k string) int { v, _ := strconv.Atoi(os.Getenv(k)); return v }
+	env := proctest.EnvInt
 	vs := m.ValueSize()
 	switch role {
 	case "script":
@@ -221,38 +208,16 @@ func hmCheckKeyValue(k uint32, v []byte) error {
 	return err
 }
 
-// hmRunCrashChild starts a child armed to die at point (the after-th time
-// it gets there), insists that it did, and returns its "ok" steps.
+// hmRunCrashChild runs a child armed to die at point (the after-th time it
+// gets there), insists that it did, and returns its "ok" steps.
 func hmRunCrashChild(t *testing.T, path, role, point string, after int, env ...string) []int {
 	t.Helper()
-	env = append(env, "SHMKIT_TEST_PATH="+path, shm.CrashPointEnv+"="+point, shm.CrashPointAfterEnv+"="+strconv.Itoa(after))
-	c := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-"+role, env...)
-	err := c.Wait()
-	out, errOut := c.Output()
-	if err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child %s did not die at %s (err %v)\nstdout:\n%s\nstderr:\n%s", role, point, err, out, errOut)
-	}
-	return hmOKs(out)
+	return hmHelper.RunToCrash(t, role, point, after, append(env, proctest.PathArg(path))...).Log().Ints("ok")
 }
 
-func hmRunChild(t *testing.T, path, role string, env ...string) string {
+func hmRunChild(t *testing.T, path, role string, env ...string) *proctest.Child {
 	t.Helper()
-	c := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-"+role, append(env, "SHMKIT_TEST_PATH="+path)...)
-	c.MustSucceed(t)
-	out, _ := c.Output()
-	return out
-}
-
-func hmOKs(out string) []int {
-	var steps []int
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "ok" {
-			if j, err := strconv.Atoi(f[1]); err == nil {
-				steps = append(steps, j)
-			}
-		}
-	}
-	return steps
+	return hmHelper.Run(t, role, append(env, proctest.PathArg(path))...)
 }
 
 // hmModel is what the map must hold: key -> value ("" = absent).
@@ -611,10 +576,10 @@ func TestHashMapMultiProcess(t *testing.T) {
 		ops = 4000
 	}
 	m := newHashMap(t, Config{Capacity: 64, KeySize: 16, ValueSize: 512, Participants: 8})
-	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops)}
-	reader := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-reader", env...)
-	w1 := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-writer", append(env, "WRITER=1")...)
-	w2 := proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-stress-writer", append(env, "WRITER=2")...)
+	env := []string{proctest.PathArg(m.Path()), "KEYS=" + strconv.Itoa(keys), "OPS=" + strconv.Itoa(ops)}
+	reader := hmHelper.Start(t, "stress-reader", env...)
+	w1 := hmHelper.Start(t, "stress-writer", append(env, "WRITER=1")...)
+	w2 := hmHelper.Start(t, "stress-writer", append(env, "WRITER=2")...)
 	// Both writers wait for this key, so their runs overlap.
 	time.Sleep(20 * time.Millisecond)
 	if _, err := m.Put([]byte("go"), nil); err != nil {
@@ -728,10 +693,10 @@ func TestHashMapMultiProcessInsertRace(t *testing.T) {
 		keys = 1000
 	}
 	m := newHashMap(t, Config{Capacity: 4096, KeySize: 16, ValueSize: 8 << 10, Participants: 8})
-	env := []string{"SHMKIT_TEST_PATH=" + m.Path(), "KEYS=" + strconv.Itoa(keys)}
+	env := []string{proctest.PathArg(m.Path()), "KEYS=" + strconv.Itoa(keys)}
 	var children []*proctest.Child
 	for i := 0; i < 3; i++ {
-		children = append(children, proctest.StartTimeout(t, 60*time.Second, hmHelperTest, "hashmap-race-insert", env...))
+		children = append(children, hmHelper.Start(t, "race-insert", env...))
 	}
 	time.Sleep(20 * time.Millisecond)
 	if _, err := m.Put([]byte("go"), nil); err != nil {
@@ -740,8 +705,7 @@ func TestHashMapMultiProcessInsertRace(t *testing.T) {
 	count := make([]int, keys)
 	for _, c := range children {
 		c.MustSucceed(t)
-		out, _ := c.Output()
-		for _, k := range hmOKs(out) {
+		for _, k := range c.Log().Ints("ok") {
 			count[k]++
 		}
 	}

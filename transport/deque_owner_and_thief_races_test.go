@@ -1,8 +1,11 @@
 package transport
 
-// Regression tests for the work-stealing deque, from an adversarial review:
-// each TestDequeRegression... test failed on the code as reviewed and pins
-// the fix (the comment above each says what the bug was).
+// The owner and thieves (and goroutines of one handle playing both) racing
+// on the same positions: a burn, a steal, a pop back, a Close or an Adopt
+// in between another's steps never leaves the deque wedged, a slot lost, or
+// a healthy deque reported corrupt. Each test below pins a fix (or, where it
+// says so, an interleaving that was suspected and found sound); its comment
+// says what the bug was and which commit added the test.
 
 import (
 	"context"
@@ -15,12 +18,12 @@ import (
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/layout"
-	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport/check"
-	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
-func reviewDrainSteal(t *testing.T, q *Deque) ([]uint64, error) {
+// drainSteal steals until the deque reports an error (ErrEmpty when it is
+// empty), returning the 8-byte messages taken.
+func drainSteal(t *testing.T, q *Deque) ([]uint64, error) {
 	t.Helper()
 	var got []uint64
 	buf := make([]byte, 64)
@@ -33,6 +36,10 @@ func reviewDrainSteal(t *testing.T, q *Deque) ([]uint64, error) {
 	}
 }
 
+// TestFreeAfterABurnNeverLeavesAFreeSlotInsideTheWindow: a take freed
+// after the owner's push burned its position leaves no FREE word inside
+// [top, bottom): thieves go on past it and the owner's pops stay healthy.
+//
 // Was a bug: free() stores FREE(lease lap + 1) unconditionally. A LEASED take that
 // is freed by free() (the owner's TrySteal/stealCopy, the owner's pop that
 // takes from the top, TakeReturned, popReturned) can be burned by the
@@ -46,7 +53,10 @@ func reviewDrainSteal(t *testing.T, q *Deque) ([]uint64, error) {
 // stealCopy's body (steal, then free) with the owner's push in between, as
 // happens when one goroutine of the owner handle calls TrySteal while
 // another calls Push.
-func TestDequeRegressionFreeAfterBurnLeavesFreeSlotInWindow(t *testing.T) {
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionFreeAfterBurnLeavesFreeSlotInWindow.
+func TestFreeAfterABurnNeverLeavesAFreeSlotInsideTheWindow(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 4})
 	th := openThief(t, d)
 	for i := uint64(0); i < 4; i++ {
@@ -77,7 +87,7 @@ func TestDequeRegressionFreeAfterBurnLeavesFreeSlotInWindow(t *testing.T) {
 	if err := d.TryPush(u64msg(5)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := reviewDrainSteal(t, th)
+	got, err := drainSteal(t, th)
 	t.Logf("thief drained %v (%v); slot 0 word %+v; counters %+v", got, err, layout.UnpackSlot(d.slotWord(0).Load()), d.Counters())
 	if len(got) != 3 || got[2] != 5 {
 		t.Errorf("thief drained %v, want [2 3 5]: message 5 is stuck behind FREE(lap 1) at burned position 4", got)
@@ -87,12 +97,19 @@ func TestDequeRegressionFreeAfterBurnLeavesFreeSlotInWindow(t *testing.T) {
 	}
 }
 
+// TestOwnerStealingFromItsOwnTopNeverWedgesTheDeque: the owner handle
+// stealing from its own top in one goroutine while pushing in another, with
+// a plain thief alongside, takes every message exactly once.
+//
 // Was a bug (same root cause as above), reached through the public API only: the
 // owner handle steals from its own top in one goroutine (TrySteal, allowed:
 // "All methods are safe for concurrent use") while pushing in another. A
 // plain thief drains. Sooner or later a free lands on a burned position and
 // the deque wedges (ErrCorrupt, or messages never delivered).
-func TestDequeRegressionOwnerTryStealRacesOwnPush(t *testing.T) {
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionOwnerTryStealRacesOwnPush.
+func TestOwnerStealingFromItsOwnTopNeverWedgesTheDeque(t *testing.T) {
 	n := uint64(200000)
 	if proctest.RaceEnabled {
 		n = 50000
@@ -174,176 +191,21 @@ func TestDequeRegressionOwnerTryStealRacesOwnPush(t *testing.T) {
 	}
 }
 
-// Was a bug: Repair's pending recount raises pending to the number of RETURNED
-// slots it scanned, which races with a live giveBack that has marked a slot
-// RETURNED but not yet counted it (the window at crash point
-// deque.return.after-mark, with the thief alive). Interleaving:
+// TestCloseHandsBackALeaseTheOwnerBurnsPast: a handle that closes while
+// the owner burns past its lease still hands the lease back; no slot stays
+// leased by a free entry.
 //
-//  1. thief: Release -> giveBack: CAS slot LEASED -> RETURNED (pending 0)
-//  2. repairer: Repair scans, returned = 1 > pending 0: pending := 1
-//  3. thief: pending.Add(1) -> 2
-//  4. anyone takes the returned message: pending 1, no returned slot left
-//
-// pending stays one too high for good without any crash, so every consumer
-// that finds the deque empty scans all slots in vain forever - exactly what
-// design.md says the never-reset rule prevents ("exact once every operation
-// in flight has finished").
-func TestDequeRegressionRepairRecountRacesLiveRelease(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8})
-	th := openThief(t, d)
-	rep := openThief(t, d)
-	if err := d.TryPush([]byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	l, err := th.TryClaim()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Release as it is now: count, then mark. A Repair in between must not
-	// touch the count (it used to raise it to the marked slots it saw,
-	// and the thief's own count then made it one too high for good).
-	raw, sw, err := th.heldLease(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	th.pending.Add(1)
-	if _, err := rep.Repair(); err != nil {
-		t.Fatal(err)
-	}
-	back := layout.SlotWord{State: layout.SlotReturned, Deliveries: sw.Deliveries, Length: sw.Length, Lap: sw.Lap}
-	if !th.slotWord(l.slot).CompareAndSwap(raw, back.Pack()) {
-		t.Fatal("mark")
-	}
-	th.returned.Add(1)
-	// 4. The message is taken again.
-	buf := make([]byte, 64)
-	if n, err := rep.TryPop(buf); err != nil || string(buf[:n]) != "a" {
-		t.Fatalf("take returned: %q %v", buf[:n], err)
-	}
-	if st := d.Scan().States[layout.SlotReturned]; st != 0 {
-		t.Fatalf("%d returned slots left", st)
-	}
-	if p := d.Counters().Pending; p != 0 {
-		t.Errorf("pending %d with no returned slot and nothing in flight (want 0)", p)
-	}
-}
-
-// Was a bug: a consumer killed between marking a slot RETURNED and counting it
-// (deque.return.after-mark) leaves pending one short; design.md says
-// "Repair recounts; the owner's pushes re-publish the message anyway". But
-// when the owner's push re-publishes it first, its pending-- takes pending
-// from 0 to 2^64-1, and Repair's recount only ever raises pending: it stays
-// at 2^64-1 for good (every empty pop scans all slots; Counters/verify
-// report garbage).
-func TestDequeRegressionPendingWrapsAfterKilledRelease(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 4})
-	if err := d.TryPush(encodeMsg(1)); err != nil {
-		t.Fatal(err)
-	}
-	runDequeChild(t, d.Path(), "release", crashDequeReturnAfterMark, 1)
-	// Counted before marked: the count is one, never short.
-	if c := d.Counters(); c.Pending != 1 || d.Scan().States[layout.SlotReturned] != 1 {
-		t.Fatalf("after the kill: %+v", c)
-	}
-	// Positions 1..3, then 4 = slot 0: the returned message is republished.
-	for id := uint64(2); id <= 4; id++ {
-		if err := d.TryPush(encodeMsg(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d.TryPush(encodeMsg(5)) // republishes message 1 at position 4, then full
-	if _, err := d.Repair(); err != nil {
-		t.Fatal(err)
-	}
-	got := drainDeque(t, d)
-	if len(got) != 4 {
-		t.Fatalf("drained %v", got)
-	}
-	if p := d.Counters().Pending; p != 0 {
-		t.Errorf("pending %d (%#x) after repair and drain, want 0", p, p)
-	}
-}
-
-// Was a bug (liveness): a thief blocked in Steal on a deque whose owner was killed
-// after announcing a pop (bottom := p, slot p still READY) never wakes:
-// topSlot names slot p, which is READY (not owned), so sleep has no timeout
-// and nobody checks the owner's death. The message sits in the file until
-// someone calls Repair or Adopt by hand. The same holds for
-// deque.push.after-write and deque.push.after-republish. Compare
-// TestDequeBlockedThiefHealsDeadOwnersPop (after-take), which heals.
-func TestDequeRegressionBlockedThiefDeadOwnerAnnouncedPop(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8})
-	path := d.Path()
-	d.Close()
-	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
-	if len(log["ok"]) != 1 {
-		t.Fatalf("child log %v", log)
-	}
-	th, err := OpenDeque(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer th.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	buf := make([]byte, th.MaxPayload())
-	n, err := th.Steal(ctx, buf)
-	if err != nil {
-		t.Fatalf("blocked steal behind a dead owner's announced pop: %v (counters %+v, scan owner alive %v)", err, th.Counters(), th.Scan().OwnerAlive)
-	}
-	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
-		t.Fatalf("got %d %v", id, err)
-	}
-}
-
-// Was a bug: when a process takes over a dead owner's participant entry
-// (attach to a full table), reclaimStamp clears the owner word if the owner
-// left no WRITING/READING slot - but a dead owner killed after announcing a
-// pop (or after writing READY, or after a burn) has left bottom wrong with
-// no stamped slot. With the owner word 0, Repair never runs fixBottom, so
-// the message at bottom stays invisible to thieves: only Adopt recovers it.
-// design.md's crash table says "a dead owner's bottom-side work is left to
-// Repair", and Repair's doc says it sets bottom right when the owner died.
-func TestDequeRegressionTakeoverClearsOwnerRepairCannotFixBottom(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 2})
-	path := d.Path()
-	d.Close()
-	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
-	if len(log["ok"]) != 1 {
-		t.Fatalf("child log %v", log)
-	}
-	th1, err := OpenDeque(path) // the free entry
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer th1.Close()
-	th2, err := OpenDeque(path) // takes over the dead owner's entry
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer th2.Close()
-	rep, err := th1.Repair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, th1.MaxPayload())
-	n, err := th1.TrySteal(buf)
-	if err != nil {
-		t.Fatalf("after takeover and repair (%+v): steal %v; counters %+v; slots %+v", rep, err, th1.Counters(), th1.Scan().Slots)
-	}
-	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
-		t.Fatalf("got %d %v", id, err)
-	}
-}
-
-// BUG (race, probabilistic): detach (Close) hands a lease back with a single
+// Was a bug (race, probabilistic): detach (Close) handed a lease back with a single
 // giveBack CAS and no retry. If the owner burns past that lease between the
 // load and the CAS (its lap moves), the CAS fails, the entry is freed
 // anyway, and the slot stays LEASED by a free entry: Repair never returns
 // it (the stamp is not dead, Scan calls it corrupt), the message is stuck
 // until some process happens to attach to that entry. Repair's own
 // give-back loop has the same no-retry pattern.
-func TestDequeRegressionCloseRacesBurn(t *testing.T) {
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionCloseRacesBurn.
+func TestCloseHandsBackALeaseTheOwnerBurnsPast(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 2, Participants: 8})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // a probabilistic race: a bounded try
 	defer cancel()
@@ -397,10 +259,18 @@ func TestDequeRegressionCloseRacesBurn(t *testing.T) {
 	}
 }
 
+// TestOwnerPoppingBackOverBurnedPositionsKeepsTopAndBottomConsistent: the
+// owner popping back over burned positions while a thief wins the last real
+// message leaves top == bottom, and later pushes step over the burned
+// positions and republish a released message in order.
+//
 // Not a bug: the owner popping back over several burned positions, then a
 // thief winning the last real message, leaves top and bottom consistent,
 // and later pushes step over the burned positions.
-func TestDequeRegressionPopBackOverBurnedThenThiefWins(t *testing.T) {
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionPopBackOverBurnedThenThiefWins.
+func TestOwnerPoppingBackOverBurnedPositionsKeepsTopAndBottomConsistent(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 4})
 	th := openThief(t, d)
 	for i := uint64(0); i < 4; i++ {
@@ -442,7 +312,7 @@ func TestDequeRegressionPopBackOverBurnedThenThiefWins(t *testing.T) {
 			t.Fatalf("push %d: %v %+v", i, err, d.Counters())
 		}
 	}
-	got, err := reviewDrainSteal(t, th)
+	got, err := drainSteal(t, th)
 	if err != ErrEmpty {
 		t.Fatal(err)
 	}
@@ -456,7 +326,11 @@ func TestDequeRegressionPopBackOverBurnedThenThiefWins(t *testing.T) {
 	}
 }
 
-// BUG (narrow, low severity): a thief handle whose steal has CASed slot t to
+// TestAdoptingDuringTheHandlesOwnStealNeverReportsCorrupt: a thief handle
+// that adopts the deque while one of its own steals is in flight pops
+// without ErrCorrupt.
+//
+// Was a bug (narrow, low severity): a thief handle whose steal has CASed slot t to
 // READING(self) but not yet moved top, and which adopts the deque meanwhile
 // (another goroutine of the same handle calls Adopt after the owner
 // closed), makes its own pop read READING(owner stamp) at p = top: not
@@ -464,7 +338,10 @@ func TestDequeRegressionPopBackOverBurnedThenThiefWins(t *testing.T) {
 // popBottom reports ErrCorrupt on a healthy deque. Interleaving written
 // with internals: the first half of steal (the slot CAS), then Adopt, then
 // TryPop.
-func TestDequeRegressionAdoptDuringOwnStealFalseCorrupt(t *testing.T) {
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionAdoptDuringOwnStealFalseCorrupt.
+func TestAdoptingDuringTheHandlesOwnStealNeverReportsCorrupt(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8})
 	th := openThief(t, d)
 	d.TryPush(u64msg(1))
@@ -492,33 +369,4 @@ func TestDequeRegressionAdoptDuringOwnStealFalseCorrupt(t *testing.T) {
 	// goroutine 1 finishes: top on, free.
 	th.top.CompareAndSwap(0, 1)
 	th.free(0, sw.Lap)
-}
-
-// Was a bug: an attach that takes over a dead owner's entry sets bottom
-// right under the repair lock while its entry is still claiming; the
-// lock's holder was judged by "active at the word's generation" only, so a
-// concurrent Repair took the lock over and two repairers (then an adopter)
-// could move bottom at once. A claiming entry of a live process holds it.
-func TestDequeRegressionClaimingEntryHoldsRepairLock(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
-	th := openThief(t, d)
-	// Entry 3 is being claimed by this (live) process, at generation 5,
-	// and holds the repair lock by that generation.
-	e := d.tab.Entry(3)
-	self := shm.Self()
-	e.Start.Store(self.Start)
-	e.Boot.Store(d.tab.Boot())
-	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 5, PID: uint32(self.PID)}.Pack())
-	d.tab.RepairLock().Store(peers.LockValue(4, 5))
-	if _, err := th.Repair(); !errors.Is(err, ErrRepairBusy) {
-		t.Fatalf("repair while a live claiming entry holds the lock: %v", err)
-	}
-	if _, err := th.Adopt(); !errors.Is(err, ErrRepairBusy) && !errors.Is(err, ErrOwnerAlive) {
-		t.Fatalf("adopt while a live claiming entry holds the lock: %v", err)
-	}
-	// Once that entry is free, the word names nobody: taken over.
-	e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
-	if _, err := th.Repair(); err != nil {
-		t.Fatalf("repair after the claimer is gone: %v", err)
-	}
 }

@@ -1,13 +1,14 @@
 package transport
 
-// Regression tests from a second adversarial review of the deque (after the
-// first review's fixes). Each failed on the code as reviewed; the comment
-// above each says what the bug was.
+// The owner role changes hands (Adopt, Disown, an attach taking over a
+// dead owner's entry, a repair of a dead owner's bottom) without two
+// handles ever moving bottom at once, and what a dead owner left at the
+// bottom is recovered by the survivors. Each test below pins a fix; its
+// comment says what the bug was and which commit added the test.
 
 import (
 	"encoding/binary"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,111 @@ import (
 	"github.com/shmkit/shmkit/transport/internal/peers"
 )
 
+// TestBlockedThiefHealsADeadOwnersAnnouncedPop: a thief blocked in Steal
+// behind an owner killed after announcing a pop gets the message, without
+// anyone calling Repair or Adopt.
+//
+// Was a bug (liveness): a thief blocked in Steal on a deque whose owner was killed
+// after announcing a pop (bottom := p, slot p still READY) never wakes:
+// topSlot names slot p, which is READY (not owned), so sleep has no timeout
+// and nobody checks the owner's death. The message sits in the file until
+// someone calls Repair or Adopt by hand. The same holds for
+// deque.push.after-write and deque.push.after-republish. Compare
+// TestDequeBlockedThiefHealsDeadOwnersPop (after-take), which healed already.
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionBlockedThiefDeadOwnerAnnouncedPop.
+func TestBlockedThiefHealsADeadOwnersAnnouncedPop(t *testing.T) {
+	stealBehindDeadOwnersPop(t, crashDequePopAfterAnnounce, 3*time.Second)
+}
+
+// TestRepairFixesADeadOwnersBottomAfterItsEntryIsTakenOver: after an
+// attach takes over the entry of an owner killed mid-pop, Repair still sets
+// bottom right, and thieves steal the message.
+//
+// Was a bug: when a process takes over a dead owner's participant entry
+// (attach to a full table), reclaimStamp clears the owner word if the owner
+// left no WRITING/READING slot - but a dead owner killed after announcing a
+// pop (or after writing READY, or after a burn) has left bottom wrong with
+// no stamped slot. With the owner word 0, Repair never runs fixBottom, so
+// the message at bottom stays invisible to thieves: only Adopt recovers it.
+// design.md's crash table says "a dead owner's bottom-side work is left to
+// Repair", and Repair's doc says it sets bottom right when the owner died.
+//
+// Added in commit 7903a62 (the deque's first review fixes) as
+// TestDequeRegressionTakeoverClearsOwnerRepairCannotFixBottom.
+func TestRepairFixesADeadOwnersBottomAfterItsEntryIsTakenOver(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 2})
+	path := d.Path()
+	d.Close()
+	log := runDequeChild(t, path, "owner", crashDequePopAfterAnnounce, 1, "FIRST=1", "COUNT=1", "POP=1")
+	if len(log["ok"]) != 1 {
+		t.Fatalf("child log %v", log)
+	}
+	th1, err := OpenDeque(path) // the free entry
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer th1.Close()
+	th2, err := OpenDeque(path) // takes over the dead owner's entry
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer th2.Close()
+	rep, err := th1.Repair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, th1.MaxPayload())
+	n, err := th1.TrySteal(buf)
+	if err != nil {
+		t.Fatalf("after takeover and repair (%+v): steal %v; counters %+v; slots %+v", rep, err, th1.Counters(), th1.Scan().Slots)
+	}
+	if id, err := decodeMsg(buf[:n]); err != nil || id != 1 {
+		t.Fatalf("got %d %v", id, err)
+	}
+}
+
+// TestALiveClaimingEntryHoldsTheRepairLock: a repair lock word naming an
+// entry that a live process is still claiming holds the lock against
+// Repair and Adopt; once the entry is free the word names nobody.
+//
+// Was a bug: an attach that takes over a dead owner's entry sets bottom
+// right under the repair lock while its entry is still claiming; the
+// lock's holder was judged by "active at the word's generation" only, so a
+// concurrent Repair took the lock over and two repairers (then an adopter)
+// could move bottom at once. A claiming entry of a live process holds it.
+//
+// Added in commit 4ae2f78 (a live claiming entry holds a role word) as
+// TestDequeRegressionClaimingEntryHoldsRepairLock.
+func TestALiveClaimingEntryHoldsTheRepairLock(t *testing.T) {
+	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
+	th := openThief(t, d)
+	// Entry 3 is being claimed by this (live) process, at generation 5,
+	// and holds the repair lock by that generation.
+	e := d.tab.Entry(3)
+	self := shm.Self()
+	e.Start.Store(self.Start)
+	e.Boot.Store(d.tab.Boot())
+	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 5, PID: uint32(self.PID)}.Pack())
+	d.tab.RepairLock().Store(peers.LockValue(4, 5))
+	if _, err := th.Repair(); !errors.Is(err, ErrRepairBusy) {
+		t.Fatalf("repair while a live claiming entry holds the lock: %v", err)
+	}
+	if _, err := th.Adopt(); !errors.Is(err, ErrRepairBusy) && !errors.Is(err, ErrOwnerAlive) {
+		t.Fatalf("adopt while a live claiming entry holds the lock: %v", err)
+	}
+	// Once that entry is free, the word names nobody: taken over.
+	e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
+	if _, err := th.Repair(); err != nil {
+		t.Fatalf("repair after the claimer is gone: %v", err)
+	}
+}
+
+// TestReclaimingADeadOwnersEntryNeverMovesALiveOwnersBottom: an attach
+// that takes over a dead owner's entry, preempted while a new owner adopts
+// and starts a pop, leaves the new owner's role and bottom alone.
+//
 // Was a bug: reclaimStamp (attach taking over a dead owner's entry) checks that
 // the owner word names the dead entry, and only then takes the repair lock;
 // it never looks at the owner word again. Between the two, a Repair or an
@@ -42,7 +148,10 @@ import (
 // skip fixBottom unless it still names the dead owner (and release the
 // lock); generally, fixBottom must only run under the lock with the owner
 // word re-checked under it.
-func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
+//
+// Added in commit 7e51fc9 (the deque's second review fixes) as
+// TestDequeRegression2ReclaimOwnerCheckedBeforeLock.
+func TestReclaimingADeadOwnersEntryNeverMovesALiveOwnersBottom(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
 	a := openThief(t, d)
 	for i := uint64(1); i <= 2; i++ {
@@ -133,113 +242,20 @@ func TestDequeRegression2ReclaimOwnerCheckedBeforeLock(t *testing.T) {
 	}
 }
 
-// Was a bug (probabilistic, liveness): Repair raises pending to the RETURNED
-// slots it counted when that is more than the value it read before the
-// scan, by a CAS from that value. The CAS only proves the value is the
-// same, not that nothing happened (ABA): a consumer takes a returned
-// message in a slot the scan has already counted (pending - 1) and a
-// release marks another slot the scan has not reached yet (pending + 1).
-// pending is back to the value read, the scan counted one message twice
-// (marked = pending + 1), and the CAS raises pending one above the
-// returned slots for good, with no crash: every consumer that finds the
-// deque empty then scans all slots in vain (ringctl verify reports it).
-// Exactly what TestDequeRegressionRepairRecountRacesLiveRelease pinned,
-// reached through the ABA.
+// TestPushesRacingDisownEitherOwnTheDequeOrFailWithErrNotOwner: pushes
+// racing a Disown and the next Adopt either succeed as the owner or fail
+// with ErrNotOwner, and every message pushed comes out once.
 //
-// Here a worker keeps two messages cycling: A returned in slot 0 and B
-// leased in the last slot; it takes A (pending 1 -> 0) and releases B
-// (0 -> 1), takes B, releases A. Nothing is ever in flight at the check
-// points, where pending must be exactly 1. A Repair loops alongside.
-//
-// Fix: Repair must not raise pending from a snapshot of a live count; e.g.
-// raise it only when no return/take can be in flight (never, online), or
-// make the count exact by another mechanism (a sequence counter bumped by
-// every count and uncount, read before and after the scan, and the raise
-// only when it did not move).
-func TestDequeRegression2RepairRaisesPendingABA(t *testing.T) {
-	const capacity = 256
-	q := newDeque(t, DequeConfig{Capacity: capacity, Participants: 4, DeliveryLimit: 15})
-	w := openThief(t, q)
-	r := openThief(t, q)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for !stop.Load() {
-			if _, err := r.Repair(); err != nil && !errors.Is(err, ErrRepairBusy) {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	defer func() { stop.Store(true); wg.Wait() }()
-	buf := make([]byte, 64)
-	claim := func(wantSlot uint64) Lease {
-		t.Helper()
-		l, err := w.TryClaim()
-		if err != nil {
-			t.Fatalf("claim: %v; %+v", err, q.Counters())
-		}
-		if l.slot != wantSlot {
-			t.Fatalf("claimed slot %d, want %d", l.slot, wantSlot)
-		}
-		return l
-	}
-	deadline := time.Now().Add(time.Second) // it failed within milliseconds before the fix
-	cycles := 0
-	for time.Now().Before(deadline) {
-		// B at the last slot, A at slot 0; fillers stolen at once.
-		for q.bottom.Load()%capacity != capacity-1 {
-			if err := q.TryPush(u64msg(0)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.TrySteal(buf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		q.TryPush(u64msg(1)) // B
-		q.TryPush(u64msg(2)) // A
-		lB := claim(capacity - 1)
-		lA := claim(0)
-		if err := w.Release(lA); err != nil {
-			t.Fatal(err)
-		}
-		for k := 0; k < 12; k++ {
-			lA = claim(0)                         // take A: pending 1 -> 0
-			if err := w.Release(lB); err != nil { // B: pending 0 -> 1
-				t.Fatal(err)
-			}
-			lB = claim(capacity - 1)
-			if err := w.Release(lA); err != nil {
-				t.Fatal(err)
-			}
-			cycles++
-			if p := q.pending.Load(); p != 1 {
-				t.Fatalf("after %d cycles: pending %d with one returned slot (%d) and nothing in flight", cycles, p, q.Scan().States[layout.SlotReturned])
-			}
-		}
-		if err := w.Ack(lB); err != nil {
-			t.Fatal(err)
-		}
-		lA = claim(0)
-		if err := w.Ack(lA); err != nil {
-			t.Fatal(err)
-		}
-		if p := q.pending.Load(); p != 0 {
-			t.Fatalf("after %d cycles: pending %d with no returned slot and nothing in flight", cycles, p)
-		}
-	}
-	t.Logf("%d cycles, no wrong raise seen", cycles)
-}
-
-// Was a bug (found in the same review, unproven then): TryPush, Push and
+// Was a bug (found in the second review of the deque, unproven then): TryPush, Push and
 // TryPop checked the owner role before taking the owner mutex and not
 // after, so a Disown in between let a handle that no longer owned the deque
 // move bottom while another adopted it. Pushes racing a Disown now either
 // succeed as the owner or fail with ErrNotOwner, and every message that
 // was pushed comes out once.
-func TestDequeRegression2DisownRacesPush(t *testing.T) {
+//
+// Added in commit 7e51fc9 (the deque's second review fixes) as
+// TestDequeRegression2DisownRacesPush.
+func TestPushesRacingDisownEitherOwnTheDequeOrFailWithErrNotOwner(t *testing.T) {
 	for iter := 0; iter < 50; iter++ {
 		d := newDeque(t, DequeConfig{Capacity: 64})
 		next := openThief(t, d)
