@@ -353,18 +353,41 @@ func OpenAny(path string, opts ...Option) (*Region, error) {
 	if st.Size > layout.MaxFileSize {
 		return fail(fmt.Errorf("%w: %d bytes is larger than any shmkit file", ErrSizeMismatch, st.Size))
 	}
+	// Holes before any page is touched: on a full tmpfs, the first touch of
+	// a hole kills the process with SIGBUS. A writer reserves them now (a
+	// full filesystem then fails here); a read-only opener cannot, and
+	// refuses the file.
+	if hasHoles(fd, &st) {
+		if o.readOnly {
+			return fail(sparseErr(&st))
+		}
+		if err := fill(fd, &st); err != nil {
+			return fail(err)
+		}
+	}
 	mem, err := unix.Mmap(fd, 0, int(st.Size), prot, unix.MAP_SHARED)
 	if err != nil {
 		return fail(err)
 	}
 	r.mem = mem
-	hdr, err := layout.Decode(mem)
-	if r.ready().Load() != layout.ReadyValue && (err == nil || isBlank(mem[:layout.ChecksumedSize])) {
-		// Being initialised in place by another tool: wait for its ready store.
-		if err := r.waitReady(deadline); err != nil {
-			return fail(err)
-		}
+	// Every read of the mapping from here on is guarded: the file may be
+	// truncated (or truncated and restored, leaving holes) between the
+	// fstat above and any touch.
+	var hdr layout.Header
+	if gerr := r.Guard("open", func() error {
 		hdr, err = layout.Decode(mem)
+		if r.ready().Load() != layout.ReadyValue && (err == nil || isBlank(mem[:layout.ChecksumedSize])) {
+			// Being initialised in place by another tool: wait for its ready store.
+			if err = r.waitReady(deadline); err != nil {
+				return nil
+			}
+			hdr, err = layout.Decode(mem)
+		}
+		return nil
+	}); gerr != nil { // a fault, named and explained by Guard
+		_ = unix.Munmap(mem)
+		_ = unix.Close(fd)
+		return nil, gerr
 	}
 	if err != nil {
 		return fail(err)

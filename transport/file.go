@@ -52,6 +52,18 @@ func (f *fileHandle) DeliveryLimit() int { return int(f.geo.DeliveryLimit) }
 // Sync flushes the file; see shm.Region.Sync.
 func (f *fileHandle) Sync() error { return f.reg.Sync() }
 
+// guarded runs fn, a slow path that touches the mapping (a check, scan,
+// repair or detach), under the region's fault guard; see shm.Region.Guard.
+func guarded[T any](reg *shm.Region, op string, fn func() (T, error)) (T, error) {
+	var t T
+	var err error
+	if gerr := reg.Guard(op, func() error { t, err = fn(); return nil }); gerr != nil {
+		var zero T
+		return zero, gerr
+	}
+	return t, err
+}
+
 // unmap is Close's last step: it unmaps the file and returns err, or the
 // unmapping's error if err is nil.
 func (f *fileHandle) unmap(err error) error {
