@@ -49,6 +49,11 @@ func (f *fileHandle) MaxPayload() int { return int(f.geo.PayloadMax()) }
 // set aside as poison.
 func (f *fileHandle) DeliveryLimit() int { return int(f.geo.DeliveryLimit) }
 
+// CheckFile reports whether the file is still whole: not truncated under
+// the mapping, not grown, without holes (see shm.Region.CheckFile). One
+// fstat: for long waits and watch views, not for every message.
+func (f *fileHandle) CheckFile() error { return f.reg.CheckFile() }
+
 // Sync flushes the file; see shm.Region.Sync.
 func (f *fileHandle) Sync() error { return f.reg.Sync() }
 

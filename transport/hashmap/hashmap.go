@@ -199,6 +199,10 @@ func (m *Map) Close() error {
 	return err
 }
 
+// CheckFile reports whether the file is still whole: not truncated under
+// the mapping, not grown, without holes (see shm.Region.CheckFile).
+func (m *Map) CheckFile() error { return m.reg.CheckFile() }
+
 // guarded runs fn, a slow path that touches the mapping (a check, scan,
 // repair or detach), under the region's fault guard; see shm.Region.Guard.
 func guarded[T any](reg *shm.Region, op string, fn func() (T, error)) (T, error) {
