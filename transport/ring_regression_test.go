@@ -25,6 +25,7 @@ const reviewHelper = "TestRingReviewHelperProcess"
 //	                  each, then SIGKILL itself while holding them all
 func TestRingReviewHelperProcess(t *testing.T) {
 	role, ok := proctest.Role()
+	proctest.RunTruncator(role) // for fault_test.go
 	if !ok || !strings.HasPrefix(role, "review-") {
 		return
 	}
