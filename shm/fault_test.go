@@ -147,7 +147,7 @@ func TestOpenWhileTruncated(t *testing.T) {
 	proctest.StartTruncator(t, "TestRegionHelperProcess", p)
 	documented := []error{ErrFault, ErrTruncated, ErrSizeMismatch, ErrSparse, ErrNotReady,
 		layout.ErrBadMagic, layout.ErrChecksum, layout.ErrTooShort, layout.ErrInvalid, layout.ErrGeometry}
-	const opens = 1500
+	const opens = 5000
 	fails := map[string]int{}
 	for i := 0; i < opens; i++ {
 		var err error
