@@ -20,8 +20,11 @@
 // symbolic links (ErrSymlink), anything but a regular file (ErrNotRegular),
 // files of another owner (ErrForeignOwner), modes wider than allowed
 // (ErrPermissive), hard-linked files (ErrLinked), truncated files
-// (ErrTruncated), and files whose size differs from their header
-// (ErrSizeMismatch). Every error names the path and wraps its sentinel.
+// (ErrTruncated), files whose size differs from their header
+// (ErrSizeMismatch), and, for read-only opens, files with holes
+// (ErrSparse; a read-write open reserves the holes instead, or fails with
+// ErrSparse and ErrNoSpace on a full filesystem). Every error names the
+// path and wraps its sentinel.
 //
 // # Truncation by another process
 //
@@ -29,11 +32,14 @@
 // for writing. Touching a page past the new end raises SIGBUS, which kills a
 // Go program outright. shmkit guards against it in three ways: files are
 // created 0600 in a directory entry nobody else can replace; Open checks the
-// size against the header before mapping; and code that reads files it does
-// not trust (the inspectors) runs under Guard, which uses
-// debug.SetPanicOnFault to turn the fault into ErrFault. Library fast paths
-// do not pay for Guard: a process whose own file is truncated under it has a
-// hostile neighbour with its uid, which no user-space check can stop. For
+// size against the header and looks for holes before mapping; and what
+// follows runs under Guard, which uses debug.SetPanicOnFault to turn the
+// fault into ErrFault: Open's header reads, the kinds' attach (OpenAs and
+// friends), their checks, scans, repairs and long waits (Region.Guard,
+// which names the file and says why: ErrTruncated, ErrSparse), and the
+// inspectors' reads. Library fast paths do not pay for Guard: a process
+// whose own file is truncated under it has a hostile neighbour with its
+// uid, which no user-space check can stop. For
 // file descriptors passed between processes, a sealed memfd (F_SEAL_SHRINK)
 // makes truncation impossible.
 //

@@ -22,7 +22,8 @@ var (
 	ErrNoSpace      = errors.New("shm: no space to reserve the file (tmpfs or disk full)")
 	ErrUnsupported  = errors.New("shm: filesystem lacks a needed operation")
 	ErrBadOffset    = errors.New("shm: offset out of range or misaligned")
-	ErrFault        = errors.New("shm: memory fault reading the mapping (file truncated underneath?)")
+	ErrFault        = errors.New("shm: memory fault on the mapping")
+	ErrSparse       = errors.New("shm: file has holes (copied sparse, or truncated and restored?): its pages cannot all be backed")
 	ErrClosed       = errors.New("shm: region closed")
 )
 

@@ -37,10 +37,21 @@ func OpenOrCreateAs[T any](path string, spec Spec, wrap func(*Region) (T, error)
 	return t, created, err
 }
 
+// wrapOrClose runs wrap under the region's Guard: a kind's attach touches
+// its area (the participant table, counters), and a file truncated or
+// holed under it is then an error naming the file, not a crash. A handle
+// whose attach faulted is not returned; whatever it wrote to its entry
+// before the fault stays, as on a crash (the file is unusable anyway).
 func wrapOrClose[T any](reg *Region, wrap func(*Region) (T, error)) (T, error) {
-	t, err := wrap(reg)
+	var t T
+	err := reg.Guard("open", func() (err error) {
+		t, err = wrap(reg)
+		return err
+	})
 	if err != nil {
 		reg.Close()
+		var zero T
+		return zero, err
 	}
-	return t, err
+	return t, nil
 }

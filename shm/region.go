@@ -2,6 +2,7 @@ package shm
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -309,35 +310,30 @@ func Open(path string, kind layout.Kind, opts ...Option) (*Region, error) {
 	return r, nil
 }
 
-// OpenAny is Open for any kind: for inspectors.
-func OpenAny(path string, opts ...Option) (*Region, error) {
-	path = Resolve(path)
-	o := buildOptions(opts)
+// openFile opens path for OpenAny and ReadHeader: the hostile-directory
+// checks on the descriptor, and a wait (bounded by the ready timeout) for
+// a file at least a header long and no longer than any shmkit file. On
+// error fd is closed and err is not yet tied to the path.
+func openFile(path string, o *options) (fd int, st unix.Stat_t, deadline time.Time, err error) {
 	flags := unix.O_RDWR
-	prot := unix.PROT_READ | unix.PROT_WRITE
 	if o.readOnly {
-		flags, prot = unix.O_RDONLY, unix.PROT_READ
+		flags = unix.O_RDONLY
 	}
 	// O_NONBLOCK: opening a FIFO planted at the path must not hang us.
-	fd, err := unix.Open(path, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err = unix.Open(path, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, pathErr("open", path, openErr(err))
+		return -1, st, deadline, openErr(err)
 	}
-	r := &Region{path: path, fd: fd, readOnly: o.readOnly}
-	fail := func(err error) (*Region, error) {
-		if r.mem != nil {
-			_ = unix.Munmap(r.mem)
-		}
+	fail := func(err error) (int, unix.Stat_t, time.Time, error) {
 		_ = unix.Close(fd)
-		return nil, pathErr("open", path, err)
+		return -1, st, deadline, err
 	}
-	deadline := time.Now().Add(o.readyTimeout)
-	var st unix.Stat_t
+	deadline = time.Now().Add(o.readyTimeout)
 	for {
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fail(err)
 		}
-		if err := checkStat(&st, &o); err != nil {
+		if err := checkStat(&st, o); err != nil {
 			return fail(err)
 		}
 		if st.Size >= layout.HeaderSize {
@@ -353,27 +349,131 @@ func OpenAny(path string, opts ...Option) (*Region, error) {
 	if st.Size > layout.MaxFileSize {
 		return fail(fmt.Errorf("%w: %d bytes is larger than any shmkit file", ErrSizeMismatch, st.Size))
 	}
+	return fd, st, deadline, nil
+}
+
+// checkSize is the last check of an open: the header's declared size
+// against the file's.
+func checkSize(hdr *layout.Header, size int64) error {
+	if err := hdr.CheckFileSize(size); err != nil {
+		if uint64(size) < hdr.FileSize {
+			return fmt.Errorf("%w: %w", ErrTruncated, err)
+		}
+		return fmt.Errorf("%w: %w", ErrSizeMismatch, err)
+	}
+	return nil
+}
+
+// ReadHeader reads and validates the header of the shmkit file at path
+// under Open's checks (owner, mode, links, size against the header),
+// through pread instead of a mapping: nothing it does can fault, and a
+// file with holes is read (holes read as zeros, and a read allocates
+// nothing) where a read-only Open refuses it. For tools that look at a
+// file's kind before choosing how to open it. A file not yet ready is
+// waited for up to the ready timeout, as Open waits.
+func ReadHeader(path string, opts ...Option) (layout.Header, error) {
+	path = Resolve(path)
+	o := buildOptions(append(opts, ReadOnly()))
+	fd, st, deadline, err := openFile(path, &o)
+	if err != nil {
+		return layout.Header{}, pathErr("open", path, err)
+	}
+	defer unix.Close(fd)
+	fail := func(err error) (layout.Header, error) { return layout.Header{}, pathErr("open", path, err) }
+	buf := make([]byte, layout.HeaderSize)
+	var hdr layout.Header
+	for {
+		n, err := unix.Pread(fd, buf, 0)
+		if err != nil {
+			return fail(err)
+		}
+		if n < layout.HeaderSize {
+			return fail(fmt.Errorf("%w: %d bytes, a header needs %d", ErrTruncated, n, layout.HeaderSize))
+		}
+		hdr, err = layout.Decode(buf)
+		ready := binary.LittleEndian.Uint32(buf[layout.OffReady:]) == layout.ReadyValue
+		if ready || (err != nil && !isBlank(buf[:layout.ChecksumedSize])) {
+			if err != nil {
+				return fail(err)
+			}
+			break
+		}
+		// Being initialised in place by another tool (see OpenAny).
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("%w: ready word is %#x; its creator may have died during creation", ErrNotReady, binary.LittleEndian.Uint32(buf[layout.OffReady:])))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(err)
+	}
+	if err := checkSize(&hdr, st.Size); err != nil {
+		return fail(err)
+	}
+	return hdr, nil
+}
+
+// OpenAny is Open for any kind: for inspectors.
+func OpenAny(path string, opts ...Option) (*Region, error) {
+	path = Resolve(path)
+	o := buildOptions(opts)
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if o.readOnly {
+		prot = unix.PROT_READ
+	}
+	fd, st, deadline, err := openFile(path, &o)
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	r := &Region{path: path, fd: fd, readOnly: o.readOnly}
+	fail := func(err error) (*Region, error) {
+		if r.mem != nil {
+			_ = unix.Munmap(r.mem)
+		}
+		_ = unix.Close(fd)
+		return nil, pathErr("open", path, err)
+	}
+	// Holes before any page is touched: on a full tmpfs, the first touch of
+	// a hole kills the process with SIGBUS. A writer reserves them now (a
+	// full filesystem then fails here); a read-only opener cannot, and
+	// refuses the file.
+	if hasHoles(fd, &st) {
+		if o.readOnly {
+			return fail(sparseErr(&st))
+		}
+		if err := fill(fd, &st); err != nil {
+			return fail(err)
+		}
+	}
 	mem, err := unix.Mmap(fd, 0, int(st.Size), prot, unix.MAP_SHARED)
 	if err != nil {
 		return fail(err)
 	}
 	r.mem = mem
-	hdr, err := layout.Decode(mem)
-	if r.ready().Load() != layout.ReadyValue && (err == nil || isBlank(mem[:layout.ChecksumedSize])) {
-		// Being initialised in place by another tool: wait for its ready store.
-		if err := r.waitReady(deadline); err != nil {
-			return fail(err)
-		}
+	// Every read of the mapping from here on is guarded: the file may be
+	// truncated (or truncated and restored, leaving holes) between the
+	// fstat above and any touch.
+	var hdr layout.Header
+	if gerr := r.Guard("open", func() error {
 		hdr, err = layout.Decode(mem)
+		if r.ready().Load() != layout.ReadyValue && (err == nil || isBlank(mem[:layout.ChecksumedSize])) {
+			// Being initialised in place by another tool: wait for its ready store.
+			if err = r.waitReady(deadline); err != nil {
+				return nil
+			}
+			hdr, err = layout.Decode(mem)
+		}
+		return nil
+	}); gerr != nil { // a fault, named and explained by Guard
+		_ = unix.Munmap(mem)
+		_ = unix.Close(fd)
+		return nil, gerr
 	}
 	if err != nil {
 		return fail(err)
 	}
-	if err := hdr.CheckFileSize(st.Size); err != nil {
-		if uint64(st.Size) < hdr.FileSize {
-			return fail(fmt.Errorf("%w: %w", ErrTruncated, err))
-		}
-		return fail(fmt.Errorf("%w: %w", ErrSizeMismatch, err))
+	if err := checkSize(&hdr, st.Size); err != nil {
+		return fail(err)
 	}
 	r.hdr = hdr
 	return r, nil

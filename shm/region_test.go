@@ -361,6 +361,7 @@ func TestOpenOrCreateRace(t *testing.T) {
 
 func TestRegionHelperProcess(t *testing.T) {
 	role, ok := proctest.Role()
+	proctest.RunTruncator(role)
 	if !ok || role != "open-or-create" {
 		return
 	}

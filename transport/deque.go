@@ -214,10 +214,13 @@ func (d *Deque) ownerStamp() uint16 {
 // owner or for thieves), hands this participant's leases back, detaches
 // and unmaps the file.
 func (d *Deque) Close() error {
+	var err error
 	if d.tab.Self != 0 {
-		d.detach()
+		// Guarded: a file truncated under a long-lived handle must not
+		// crash its process on the way out.
+		_, err = guarded(d.reg, "close", func() (struct{}, error) { d.detach(); return struct{}{}, nil })
 	}
-	return d.unmap(nil)
+	return d.unmap(err)
 }
 
 // detach returns our leases (they are taken again by others), drops the

@@ -14,7 +14,20 @@ import (
 // participant entries and the repair lock, each with the action a repair
 // would take now. It changes nothing and works on read-only handles; each
 // shared word is read once, validated, then used.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report whose Fault is set (and which is not Clean) instead of
+// a crash.
 func (d *Deque) Check() check.Report {
+	rep, err := guarded(d.reg, "check", func() (check.Report, error) { return d.check(), nil })
+	if err != nil {
+		h := d.Header()
+		return check.Report{Path: d.Path(), Kind: h.Kind, Units: d.lay.Capacity, Participants: d.lay.Participants, Fault: err}
+	}
+	return rep
+}
+
+func (d *Deque) check() check.Report {
 	h := d.Header()
 	base := uint64(h.HeaderSize)
 	rep := check.Report{Path: d.Path(), Kind: h.Kind, Units: d.lay.Capacity, Participants: d.lay.Participants}

@@ -18,12 +18,24 @@ type DequeScanReport struct {
 	Slots      []SlotReport             // every slot that is not free
 	Problems   int                      // slots orphaned, poisoned or corrupt, plus a dead owner
 	Corrupt    int
+	Fault      error // reading the file faulted (truncated or holed under the scan): the rest is empty; wraps shm.ErrFault
 }
 
 // Scan reads the whole deque and reports every slot that is orphaned,
 // half-written, poisoned or corrupt, with its owner, and whether the
 // deque's owner is proven dead. It changes nothing and works read-only.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report with only Path and Fault set instead of a crash.
 func (d *Deque) Scan() DequeScanReport {
+	rep, err := guarded(d.reg, "scan", func() (DequeScanReport, error) { return d.scan(), nil })
+	if err != nil {
+		return DequeScanReport{Path: d.Path(), Fault: err}
+	}
+	return rep
+}
+
+func (d *Deque) scan() DequeScanReport {
 	rep := DequeScanReport{Path: d.Path(), Counters: d.Counters(), Peers: d.Peers()}
 	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&d.lay.SlotGeometry, func(i uint64) uint64 { return d.slotWord(i).Load() }, rep.Peers)
 	if v := d.ownerWord.Load(); v != 0 {
@@ -42,7 +54,20 @@ func (d *Deque) Scan() DequeScanReport {
 // released, its half-done pop rolled back, bottom set right, and the owner
 // role freed for Adopt. Safe while live processes use the deque;
 // idempotent; one repairer at a time (ErrRepairBusy).
+//
+// It runs under the file's fault guard (not the per-message paths): a
+// file truncated or holed under it gives an error wrapping shm.ErrFault,
+// and ErrTruncated or ErrSparse when the file shows which, with an empty
+// report, instead of a crash.
 func (d *Deque) Repair() (check.RepairReport, error) {
+	rep, err := guarded(d.reg, "repair", d.repair)
+	if rep.Path == "" {
+		rep.Path = d.Path()
+	}
+	return rep, err
+}
+
+func (d *Deque) repair() (check.RepairReport, error) {
 	rep := check.RepairReport{Path: d.Path()}
 	if d.tab.Self == 0 {
 		return rep, ErrNotAttached
@@ -217,7 +242,17 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 // owner closed it) or its owner is proven dead, in which case what that
 // owner left half done at the bottom is repaired first. A live owner keeps
 // the role (ErrOwnerAlive).
+//
+// Like Repair, it runs under the file's fault guard.
 func (d *Deque) Adopt() (check.RepairReport, error) {
+	rep, err := guarded(d.reg, "adopt", d.adopt)
+	if rep.Path == "" {
+		rep.Path = d.Path()
+	}
+	return rep, err
+}
+
+func (d *Deque) adopt() (check.RepairReport, error) {
 	rep := check.RepairReport{Path: d.Path()}
 	if d.tab.Self == 0 {
 		return rep, ErrNotAttached

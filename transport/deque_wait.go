@@ -19,7 +19,7 @@ func (d *Deque) Push(ctx context.Context, msg []byte) error {
 		return err
 	}
 	var err error
-	if werr := block(ctx, d.notFullSeq, d.notFullW, d.fullHits, d.bottomSlot, d.healSlot, func() bool {
+	if werr := block(ctx, d.reg, d.notFullSeq, d.notFullW, d.fullHits, d.bottomSlot, d.healSlot, func() bool {
 		d.ownerMu.Lock()
 		err = d.pushBottom(msg)
 		d.ownerMu.Unlock()
@@ -38,7 +38,7 @@ func (d *Deque) Pop(ctx context.Context, buf []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+	if werr := block(ctx, d.reg, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
 		n, err = d.pop(buf)
 		return err != ErrEmpty
 	}); werr != nil {
@@ -55,7 +55,7 @@ func (d *Deque) Steal(ctx context.Context, buf []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+	if werr := block(ctx, d.reg, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
 		n, err = d.stealCopy(buf)
 		return err != ErrEmpty
 	}); werr != nil {
@@ -101,7 +101,7 @@ func (d *Deque) Claim(ctx context.Context) (Lease, error) {
 	}
 	var l Lease
 	var err error
-	if werr := block(ctx, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
+	if werr := block(ctx, d.reg, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
 		l, err = d.steal(layout.SlotLeased, math.MaxInt)
 		if err == nil {
 			d.claimed.Add(1)

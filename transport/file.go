@@ -49,8 +49,25 @@ func (f *fileHandle) MaxPayload() int { return int(f.geo.PayloadMax()) }
 // set aside as poison.
 func (f *fileHandle) DeliveryLimit() int { return int(f.geo.DeliveryLimit) }
 
+// CheckFile reports whether the file is still whole: not truncated under
+// the mapping, not grown, without holes (see shm.Region.CheckFile). One
+// fstat: for long waits and watch views, not for every message.
+func (f *fileHandle) CheckFile() error { return f.reg.CheckFile() }
+
 // Sync flushes the file; see shm.Region.Sync.
 func (f *fileHandle) Sync() error { return f.reg.Sync() }
+
+// guarded runs fn, a slow path that touches the mapping (a check, scan,
+// repair or detach), under the region's fault guard; see shm.Region.Guard.
+func guarded[T any](reg *shm.Region, op string, fn func() (T, error)) (T, error) {
+	var t T
+	var err error
+	if gerr := reg.Guard(op, func() error { t, err = fn(); return nil }); gerr != nil {
+		var zero T
+		return zero, gerr
+	}
+	return t, err
+}
 
 // unmap is Close's last step: it unmaps the file and returns err, or the
 // unmapping's error if err is nil.

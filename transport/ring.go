@@ -157,7 +157,9 @@ func (r *Ring) NextID() uint64 { return r.correlation.Add(1) }
 func (r *Ring) Close() error {
 	var err error
 	if r.tab.Self != 0 {
-		err = r.detach()
+		// Guarded: a file truncated under a long-lived handle must not
+		// crash its process on the way out.
+		_, err = guarded(r.reg, "close", func() (struct{}, error) { return struct{}{}, r.detach() })
 	}
 	return r.unmap(err)
 }

@@ -13,7 +13,20 @@ import (
 // and the repair lock, each with the action a repair would take now. It
 // changes nothing and works on read-only handles; each shared word is read
 // once, validated, then used.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report whose Fault is set (and which is not Clean) instead of
+// a crash.
 func (r *Ring) Check() check.Report {
+	rep, err := guarded(r.reg, "check", func() (check.Report, error) { return r.check(), nil })
+	if err != nil {
+		h := r.Header()
+		return check.Report{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants, Fault: err}
+	}
+	return rep
+}
+
+func (r *Ring) check() check.Report {
 	h := r.Header()
 	base := uint64(h.HeaderSize)
 	rep := check.Report{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants}

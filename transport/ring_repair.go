@@ -17,13 +17,25 @@ type ScanReport struct {
 	Slots    []SlotReport             // every slot that is not free
 	Problems int                      // slots that are orphaned, poisoned or corrupt
 	Corrupt  int
+	Fault    error // reading the file faulted (truncated or holed under the scan): the rest is empty; wraps shm.ErrFault
 }
 
 // Scan reads the whole ring and reports every slot that is orphaned,
 // half-written, poisoned or corrupt, with its owner. It changes nothing
 // and works on read-only rings; values read from the mapping are
 // validated, never trusted.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report with only Path and Fault set instead of a crash.
 func (r *Ring) Scan() ScanReport {
+	rep, err := guarded(r.reg, "scan", func() (ScanReport, error) { return r.scan(), nil })
+	if err != nil {
+		return ScanReport{Path: r.Path(), Fault: err}
+	}
+	return rep
+}
+
+func (r *Ring) scan() ScanReport {
 	rep := ScanReport{Path: r.Path(), Counters: r.Counters(), Peers: r.Peers()}
 	rep.States, rep.Slots, rep.Problems, rep.Corrupt = scanSlots(&r.lay.SlotGeometry, func(i uint64) uint64 { return r.slotWord(i).Load() }, rep.Peers)
 	return rep
@@ -39,7 +51,20 @@ func (r *Ring) Scan() ScanReport {
 // otherwise); a repairer that died holding that role is itself replaced
 // on proof of death. The report lists every action taken, as findings
 // like Check's (PlanRepair says beforehand what they will be).
+//
+// It runs under the file's fault guard (not the per-message paths): a
+// file truncated or holed under it gives an error wrapping shm.ErrFault,
+// and ErrTruncated or ErrSparse when the file shows which, with an empty
+// report, instead of a crash.
 func (r *Ring) Repair() (check.RepairReport, error) {
+	rep, err := guarded(r.reg, "repair", r.repair)
+	if rep.Path == "" {
+		rep.Path = r.Path()
+	}
+	return rep, err
+}
+
+func (r *Ring) repair() (check.RepairReport, error) {
 	rep := check.RepairReport{Path: r.Path()}
 	if r.tab.Self == 0 {
 		return rep, ErrNotAttached

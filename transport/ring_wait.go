@@ -20,7 +20,7 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 		return r.tooLarge(len(msg))
 	}
 	var err error
-	if werr := block(ctx, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, r.healSlot, func() bool {
+	if werr := block(ctx, r.reg, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, r.healSlot, func() bool {
 		err = r.push(msg, 0)
 		return err != ErrFull
 	}); werr != nil {
@@ -36,7 +36,7 @@ func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if werr := block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
+	if werr := block(ctx, r.reg, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
 		n, err = r.pop(buf)
 		return err != ErrEmpty
 	}); werr != nil {
@@ -52,7 +52,7 @@ func (r *Ring) Claim(ctx context.Context) (Lease, error) {
 	}
 	var l Lease
 	var err error
-	if werr := block(ctx, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
+	if werr := block(ctx, r.reg, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
 		l, err = r.claim()
 		return err != ErrEmpty
 	}); werr != nil {

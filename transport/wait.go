@@ -32,19 +32,28 @@ const (
 // owned slot word before it judges the owner (see sleep).
 const stuckCheckInterval = 100 * time.Millisecond
 
+// fileCheckInterval bounds every sleep of a blocked call: when it times
+// out, the call checks the file's size and holes (shm.Region.CheckFile,
+// one fstat), so a file truncated under a sleeper (which wakes nobody) is
+// noticed within this long. A sleeper costs a wake-up and an fstat per
+// interval; wake-ups by the other side check nothing (whoever wakes us
+// touched the file first).
+const fileCheckInterval = 500 * time.Millisecond
+
 // block runs try until it reports that it got through (a result or an
 // error other than full/empty): spinning first, then yielding, then
 // sleeping on seq. hits counts blocking calls that had to wait. blocker
 // names the slot in the way and heal repairs the file if that slot's owner
 // is proven dead (see sleep). The ring and the deque share it.
-func block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, blocker func() (uint64, uint64), heal func(idx, raw uint64), try func() bool) error {
-	var stop func()
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
-	var st stuck
+//
+// Once a call sleeps, the rest of it runs under reg's fault guard and
+// checks the file each time a sleep times out (at least every
+// fileCheckInterval): a file truncated or holed under a blocked call is
+// then an error naming it (ErrTruncated, ErrSparse, each wrapping
+// shm.ErrFault when a touch faulted) instead of a wait that never ends or
+// a SIGBUS. The spinning phase, where every push and pop that does not
+// sleep stays, pays for neither.
+func block(ctx context.Context, reg *shm.Region, seq, flag *atomic.Uint32, hits *atomic.Uint64, blocker func() (uint64, uint64), heal func(idx, raw uint64), try func() bool) error {
 	var began int64
 	for attempt := 0; ; attempt++ {
 		if try() {
@@ -54,16 +63,23 @@ func block(ctx context.Context, seq, flag *atomic.Uint32, hits *atomic.Uint64, b
 			hits.Add(1)
 			began = shm.MonoNow()
 		}
-		if backoff(time.Duration(shm.MonoNow() - began)) {
-			continue
-		}
-		if stop == nil {
-			stop = wakeOnDone(ctx, seq)
-		}
-		if done, err := sleep(ctx, seq, flag, try, blocker, heal, &st); done || err != nil {
-			return err
+		if !backoff(time.Duration(shm.MonoNow() - began)) {
+			break
 		}
 	}
+	stop := wakeOnDone(ctx, seq)
+	defer stop()
+	var st stuck
+	return reg.Guard("wait", func() error {
+		for {
+			if done, err := sleep(ctx, reg, seq, flag, try, blocker, heal, &st); done || err != nil {
+				return err
+			}
+			if try() {
+				return nil
+			}
+		}
+	})
 }
 
 // backoff spins, then yields, for as long as the call has been waiting; it
@@ -98,7 +114,7 @@ type stuck struct {
 // same word the owner is judged, and the ring repaired on proof of death.
 // It returns ctx's error or a futex failure, and neither to make the
 // caller try again.
-func sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64), heal func(idx, raw uint64), st *stuck) (done bool, err error) {
+func sleep(ctx context.Context, reg *shm.Region, seq, flag *atomic.Uint32, retry func() bool, blocker func() (uint64, uint64), heal func(idx, raw uint64), st *stuck) (done bool, err error) {
 	s := seq.Load()
 	flag.Store(1)
 	if retry() {
@@ -131,12 +147,22 @@ func sleep(ctx context.Context, seq, flag *atomic.Uint32, retry func() bool, blo
 	} else {
 		*st = stuck{}
 	}
+	if timeout < 0 || timeout > fileCheckInterval {
+		timeout = fileCheckInterval
+	}
 	err = shm.FutexWait(seq, s, timeout)
 	if cerr := ctx.Err(); cerr != nil {
 		return false, cerr
 	}
-	if err != nil && err != shm.ErrTimeout {
-		return false, err
+	if err != nil {
+		// A timeout, or a futex failure (EFAULT on a page truncated away):
+		// is the file still whole?
+		if ferr := reg.CheckFile(); ferr != nil {
+			return false, ferr
+		}
+		if err != shm.ErrTimeout {
+			return false, err
+		}
 	}
 	return false, nil
 }
@@ -160,8 +186,13 @@ func wakeOnDone(ctx context.Context, seq *atomic.Uint32) func() {
 	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(done)
-		seq.Add(1)
-		shm.FutexWake(seq, -1)
+		// Its own goroutine, so its own guard: the file may have been
+		// truncated under the sleeper being woken.
+		_ = shm.Guard(func() error {
+			seq.Add(1)
+			_, _ = shm.FutexWake(seq, -1)
+			return nil
+		})
 	})
 	return func() {
 		if !stop() {

@@ -196,7 +196,8 @@ func unusable(path string, err error) error {
 	if !strings.Contains(err.Error(), shm.Resolve(path)) {
 		err = fmt.Errorf("%s: %w", shm.Resolve(path), err)
 	}
-	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt)) {
+	// shm.ErrSparse (a file with holes) is not in cliutil's list either.
+	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt) || errors.Is(err, shm.ErrSparse)) {
 		return cliutil.Exit(cliutil.ExitUnusable, err)
 	}
 	return err
@@ -266,16 +267,15 @@ func (e *env) openRings(names []string, attach bool) (*ringSet, error) {
 }
 
 // openRing opens one --ring after reading its kind from the header
-// through a read-only mapping that is closed again.
+// (shm.ReadHeader: pread, no mapping).
 func (e *env) openRing(name string, attach bool) (*ring, error) {
 	var x *ring
 	err := shm.Guard(func() error {
-		reg, err := shm.OpenAny(name, e.shmOpts(shm.ReadOnly())...)
+		h, err := shm.ReadHeader(name, e.shmOpts()...)
 		if err != nil {
 			return err
 		}
-		kind := reg.Header().Kind
-		reg.Close()
+		kind := h.Kind
 		switch kind {
 		case layout.KindRing:
 			var r *transport.Ring
@@ -300,7 +300,7 @@ func (e *env) openRing(name string, attach bool) (*ring, error) {
 			}
 			x = &ring{Name: name, Path: d.Path(), Kind: "deque", ID: d.ID(), Capacity: d.Capacity(), dh: d}
 		default:
-			return &shm.PathError{Op: "open", Path: reg.Path(),
+			return &shm.PathError{Op: "open", Path: shm.Resolve(name),
 				Err: fmt.Errorf("%w: file is a %s, want a ring or a deque", layout.ErrWrongKind, kind)}
 		}
 		return nil
@@ -309,12 +309,17 @@ func (e *env) openRing(name string, attach bool) (*ring, error) {
 }
 
 // scan is the file's Scan: the slots that are not free, and for a deque
-// its owner: "none", "alive" or "dead" (proven dead); "" for a ring.
-func (r *ring) scan() (slots []transport.SlotReport, owner string) {
+// its owner: "none", "alive" or "dead" (proven dead); "" for a ring. A
+// scan that faulted (the file truncated or holed under it) is err.
+func (r *ring) scan() (slots []transport.SlotReport, owner string, err error) {
 	if r.dh == nil {
-		return r.rh.Scan().Slots, ""
+		s := r.rh.Scan()
+		return s.Slots, "", s.Fault
 	}
 	s := r.dh.Scan()
+	if s.Fault != nil {
+		return nil, "", s.Fault
+	}
 	switch {
 	case s.Counters.Owner < 0:
 		owner = "none"
@@ -323,7 +328,7 @@ func (r *ring) scan() (slots []transport.SlotReport, owner string) {
 	default:
 		owner = "dead"
 	}
-	return s.Slots, owner
+	return s.Slots, owner, nil
 }
 
 func (r *ring) close() error {

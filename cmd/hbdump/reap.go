@@ -150,7 +150,7 @@ func (e *env) reap(c *cli.Context) error {
 	for i, r := range rings.list {
 		outcomes[i] = ringOutcome{Ring: r, Orphans: map[transport.SlotProblem]int{}}
 		var slots []transport.SlotReport
-		if err := guard(r.Path, func() error { slots, outcomes[i].Owner = r.scan(); return nil }); err != nil {
+		if err := guard(r.Path, func() (err error) { slots, outcomes[i].Owner, err = r.scan(); return err }); err != nil {
 			return err
 		}
 		for _, s := range slots {

@@ -408,6 +408,9 @@ func participantsJSON(rows []row, rings *ringSet) []jsonParticipant {
 // guard reads under shm.Guard and names the path in a fault.
 func guard(path string, fn func() error) error {
 	if err := shm.Guard(fn); err != nil {
+		if strings.Contains(err.Error(), shm.Resolve(path)) {
+			return unusable(path, err) // the library named it (a guarded Scan's fault)
+		}
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	return nil

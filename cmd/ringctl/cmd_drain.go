@@ -132,8 +132,13 @@ func runDrain(c *cli.Context, path string) error {
 		return err
 	}
 	defer d.q.Close()
+	// The whole drain runs under the fault guard (this goroutine's: one
+	// setting for the run, nothing per message): a file truncated or
+	// holed under it is exit 3 naming it, not a SIGBUS. A blocked
+	// --follow notices a truncation by itself (the library checks the
+	// file whenever a sleep times out) and returns it as an error.
 	if c.Bool("poisoned") {
-		err = d.poisoned(c.Context, c.Int("max"))
+		err = guard(path, func() error { return d.poisoned(c.Context, c.Int("max")) })
 	} else {
 		if hb := c.String("heartbeat"); hb != "" {
 			stop, err := d.register(c, shm.Resolve(hb))
@@ -142,7 +147,7 @@ func runDrain(c *cli.Context, path string) error {
 			}
 			defer stop()
 		}
-		err = d.run(c.Context, c.Int("max"), c.Bool("follow"))
+		err = guard(path, func() error { return d.run(c.Context, c.Int("max"), c.Bool("follow")) })
 	}
 	if errors.Is(err, errOutputClosed) {
 		err = nil

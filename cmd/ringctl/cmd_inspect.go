@@ -16,11 +16,15 @@ func runInspect(c *cli.Context, path string) error {
 	defer v.Close()
 	var rep report
 	if err := guard(path, func() error {
+		cr := v.Check()
+		if cr.Fault != nil {
+			return cr.Fault
+		}
 		var err error
-		rep, err = v.inspect(path, c.Bool("slots"), v.Check())
+		rep, err = v.inspect(path, c.Bool("slots"), cr)
 		return err
 	}); err != nil {
-		return err
+		return fileErr(path, err)
 	}
 	return output(c, rep)
 }

@@ -143,10 +143,11 @@ func planRepair(c *cli.Context, k *kind, path, hbPath string) (repairReport, err
 		defer hb.Close()
 	}
 	if err := guard(path, func() error {
-		rep.Plan = findingsJSON(v.Check().Findings)
-		return nil
+		cr := v.Check()
+		rep.Plan = findingsJSON(cr.Findings)
+		return cr.Fault
 	}); err != nil {
-		return rep, err
+		return rep, fileErr(path, err)
 	}
 	if hb != nil {
 		if err := guard(hbPath, func() error {

@@ -33,9 +33,9 @@ func runVerify(c *cli.Context, path string) error {
 	var cr check.Report
 	if err := guard(path, func() error {
 		cr = v.Check()
-		return nil
+		return cr.Fault
 	}); err != nil {
-		return err
+		return fileErr(path, err)
 	}
 	rep := verifyReport{Path: path, Clean: cr.Clean(), Checked: verifyChecked{Slots: cr.Units, Participants: cr.Participants},
 		Problems: findingsJSON(cr.Findings), checked: k.checked}

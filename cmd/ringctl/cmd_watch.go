@@ -54,14 +54,19 @@ func runWatch(c *cli.Context, path string) error {
 	return err
 }
 
-// frames makes a kind's frame function: sample under the guard, render
-// against the previous sample.
-func frames[S any](path string, sample func() S, render func(prev *S, cur S, tty bool) string) func(tty bool) (string, error) {
+// frames makes a kind's frame function: check the file (a file truncated,
+// grown or holed since the last frame ends the watch, exit 3, before a
+// page is touched), sample under the guard, render against the previous
+// sample.
+func frames[S any](path string, file interface{ CheckFile() error }, sample func() (S, error), render func(prev *S, cur S, tty bool) string) func(tty bool) (string, error) {
 	var prev *S
 	return func(tty bool) (string, error) {
+		if err := file.CheckFile(); err != nil {
+			return "", fileErr(path, err)
+		}
 		var s S
-		if err := guard(path, func() error { s = sample(); return nil }); err != nil {
-			return "", err
+		if err := guard(path, func() (err error) { s, err = sample(); return err }); err != nil {
+			return "", fileErr(path, err)
 		}
 		out := render(prev, s, tty)
 		prev = &s

@@ -313,7 +313,7 @@ func TestTruncatedUnderMapping(t *testing.T) {
 		_, err := ringView{r}.inspect(path, true, check.Report{})
 		return err
 	})
-	if cliutil.Code(err) != cliutil.ExitUnusable || !strings.HasPrefix(err.Error(), path+": memory fault reading the mapping") {
+	if cliutil.Code(err) != cliutil.ExitUnusable || !strings.HasPrefix(err.Error(), path+": memory fault on the mapping: file shorter than its header declares") {
 		t.Fatalf("%v (code %d)", err, cliutil.Code(err))
 	}
 }

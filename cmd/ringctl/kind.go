@@ -84,19 +84,20 @@ func output(c *cli.Context, rep report) error {
 }
 
 // fileKind returns the kind of the file at path, read from its header
-// through a read-only mapping that is closed again. An error is the open's
-// (missing, not a shmkit file, ...), worded as every command words it.
+// with pread (shm.ReadHeader: no mapping, so nothing to fault on, and a
+// file with holes is left to the kind's open, which a writer's fills and
+// a reader's refuses). An error is the open's (missing, not a shmkit
+// file, ...), worded as every command words it.
 func fileKind(c *cli.Context, path string) (layout.Kind, error) {
 	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return 0, err
 	}
-	reg, err := shm.OpenAny(path, append(opts, shm.ReadOnly())...)
+	h, err := shm.ReadHeader(path, opts...)
 	if err != nil {
 		return 0, fileErr(path, err)
 	}
-	defer reg.Close()
-	return reg.Header().Kind, nil
+	return h.Kind, nil
 }
 
 // otherTools says, for the kinds ringctl does not handle, which tool does.

@@ -120,6 +120,9 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 		return nil, err
 	}
 	scan := d.Scan()
+	if scan.Fault != nil {
+		return nil, fileErr(path, scan.Fault)
+	}
 	cs := scan.Counters
 	n := countSlots(scan.Slots, l.Capacity)
 	rep := &dequeInspectReport{
@@ -243,15 +246,18 @@ type dequeSample struct {
 }
 
 func (d dequeView) watch(path string, interval time.Duration) func(tty bool) (string, error) {
-	return frames(path, func() dequeSample { return sampleDeque(d.Deque) }, func(prev *dequeSample, cur dequeSample, tty bool) string {
+	return frames(path, d.Deque, func() (dequeSample, error) { return sampleDeque(d.Deque) }, func(prev *dequeSample, cur dequeSample, tty bool) string {
 		return renderDequeWatch(path, d.Capacity(), interval, prev, cur, tty)
 	})
 }
 
 // sampleDeque reads one frame's numbers. It reads the mapping: run it
 // under guard.
-func sampleDeque(d *transport.Deque) dequeSample {
+func sampleDeque(d *transport.Deque) (dequeSample, error) {
 	scan := d.Scan()
+	if scan.Fault != nil {
+		return dequeSample{}, scan.Fault
+	}
 	n := countSlots(scan.Slots, d.Capacity())
 	s := dequeSample{At: time.Now(), Counters: scan.Counters, Len: d.Len(), Leased: n[classLeased], Returned: n[classReturned],
 		Orphaned: n[classOrphaned], Owner: "none"}
@@ -261,7 +267,7 @@ func sampleDeque(d *transport.Deque) dequeSample {
 	case scan.Counters.Owner >= 0:
 		s.Owner = "dead"
 	}
-	return s
+	return s, nil
 }
 
 // renderDequeWatch draws one frame of a deque, as renderWatch does a ring's.

@@ -161,6 +161,9 @@ func (m mapView) inspect(path string, withBuckets bool, cr check.Report) (report
 	defer reg.Close()
 	mem, base := reg.Bytes(), uint64(h.HeaderSize)
 	scan := m.Scan()
+	if scan.Fault != nil {
+		return nil, fileErr(path, scan.Fault)
+	}
 	cs := scan.Counters
 	rep := &mapInspectReport{
 		fileJSON: fileInfo(path, h, m.ID(),

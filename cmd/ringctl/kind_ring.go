@@ -97,6 +97,9 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 		return nil, err
 	}
 	scan := r.Scan()
+	if scan.Fault != nil {
+		return nil, fileErr(path, scan.Fault)
+	}
 	cs := scan.Counters
 	rep := &inspectReport{
 		slottedFile: fileInfo(path, h, r.ID(), slottedGeometry(&l)),
@@ -149,16 +152,19 @@ type watchSample struct {
 }
 
 func (r ringView) watch(path string, interval time.Duration) func(tty bool) (string, error) {
-	return frames(path, func() watchSample { return sample(r.Ring) }, func(prev *watchSample, cur watchSample, tty bool) string {
+	return frames(path, r.Ring, func() (watchSample, error) { return sample(r.Ring) }, func(prev *watchSample, cur watchSample, tty bool) string {
 		return renderWatch(path, r.Capacity(), interval, prev, cur, tty)
 	})
 }
 
 // sample reads one frame's numbers. It reads the mapping: run it under guard.
-func sample(r *transport.Ring) watchSample {
+func sample(r *transport.Ring) (watchSample, error) {
 	scan := r.Scan()
+	if scan.Fault != nil {
+		return watchSample{}, scan.Fault
+	}
 	n := countSlots(scan.Slots, r.Capacity())
-	return watchSample{At: time.Now(), Counters: scan.Counters, Leased: n[classLeased], Orphaned: n[classOrphaned]}
+	return watchSample{At: time.Now(), Counters: scan.Counters, Leased: n[classLeased], Orphaned: n[classOrphaned]}, nil
 }
 
 // renderWatch draws one frame: a table on a terminal, one line otherwise.

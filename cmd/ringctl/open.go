@@ -40,7 +40,13 @@ func fileErr(path string, err error) error {
 	if errors.As(err, &fe) || errors.As(err, &ee) {
 		return err
 	}
-	return &fileError{path: path, msg: cause(path, err), err: err}
+	fe = &fileError{path: path, msg: cause(path, err), err: err}
+	if errors.Is(err, shm.ErrSparse) && !cliutil.IsUnusable(err) {
+		// A file with holes cannot be used either (exit 3); cliutil's list
+		// of unusable errors predates shm.ErrSparse.
+		return cliutil.Exit(cliutil.ExitUnusable, fe)
+	}
+	return fe
 }
 
 // cause is err's message about path, without the path itself, package
@@ -78,6 +84,12 @@ func strip(msg string) string {
 func guard(path string, fn func() error) error {
 	err := shm.Guard(fn)
 	if errors.Is(err, shm.ErrFault) {
+		// The library's own guards (opens, Check, Scan, waits) name the
+		// file and say why it faulted; a fault here is a bare one.
+		var pe *shm.PathError
+		if errors.As(err, &pe) {
+			return fileErr(path, pe)
+		}
 		return fileErr(path, &shm.PathError{Op: "read", Path: path, Err: err})
 	}
 	return err

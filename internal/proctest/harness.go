@@ -48,6 +48,7 @@ type Helper struct {
 // and the error to stderr) if not. Call it at the top of the helper test.
 func (h Helper) Serve(run func(role string) error) {
 	role, ok := Role()
+	RunTruncator(role) // any helper test can host a truncator (StartTruncator)
 	if !ok || !strings.HasPrefix(role, h.Prefix) {
 		return
 	}

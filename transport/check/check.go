@@ -105,10 +105,17 @@ type Report struct {
 	Units        uint64 // slots or buckets checked
 	Participants uint64 // participant entries checked
 	Findings     []Finding
+
+	// Fault is set when reading the file faulted (it was truncated, or
+	// has holes that could not be backed, under the check): the check did
+	// not finish, Findings is empty, and the file is unusable. It wraps
+	// shm.ErrFault.
+	Fault error
 }
 
-// Clean reports whether the check found nothing.
-func (r Report) Clean() bool { return len(r.Findings) == 0 }
+// Clean reports whether the check found nothing. A check that faulted is
+// not clean.
+func (r Report) Clean() bool { return r.Fault == nil && len(r.Findings) == 0 }
 
 // Plan is the findings a repair acts on (Action other than ActionNone), in
 // order: what PlanRepair returns.

@@ -24,7 +24,19 @@ import (
 // word is judged as Scan judges it: a problem is reported only once the
 // word was read again and found unchanged across a fresh judgement of its
 // owner, so a live writer's lock is never reported.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report whose Fault is set (and which is not Clean) instead of
+// a crash.
 func (m *Map) Check() check.Report {
+	rep, err := guarded(m.reg, "check", func() (check.Report, error) { return m.check(), nil })
+	if err != nil {
+		return check.Report{Path: m.Path(), Kind: layout.KindHashMap, Units: m.lay.Capacity, Participants: m.lay.Participants, Findings: []check.Finding{}, Fault: err}
+	}
+	return rep
+}
+
+func (m *Map) check() check.Report {
 	rep := check.Report{Path: m.Path(), Kind: layout.KindHashMap, Units: m.lay.Capacity, Participants: m.lay.Participants, Findings: []check.Finding{}}
 	if m.area == nil {
 		return rep

@@ -186,11 +186,33 @@ func (m *Map) Close() error {
 	if m.area == nil {
 		return nil
 	}
+	var err error
 	if m.tab.Self != 0 {
-		m.tab.Release(false)
+		// Guarded: a file truncated under a long-lived handle must not
+		// crash its process on the way out.
+		_, err = guarded(m.reg, "close", func() (struct{}, error) { m.tab.Release(false); return struct{}{}, nil })
 	}
 	m.area = nil
-	return m.reg.Close()
+	if cerr := m.reg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// CheckFile reports whether the file is still whole: not truncated under
+// the mapping, not grown, without holes (see shm.Region.CheckFile).
+func (m *Map) CheckFile() error { return m.reg.CheckFile() }
+
+// guarded runs fn, a slow path that touches the mapping (a check, scan,
+// repair or detach), under the region's fault guard; see shm.Region.Guard.
+func guarded[T any](reg *shm.Region, op string, fn func() (T, error)) (T, error) {
+	var t T
+	var err error
+	if gerr := reg.Guard(op, func() error { t, err = fn(); return nil }); gerr != nil {
+		var zero T
+		return zero, gerr
+	}
+	return t, err
 }
 
 // Counters is a snapshot of the map's statistics, read without

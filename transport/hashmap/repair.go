@@ -66,6 +66,7 @@ type ScanReport struct {
 	HomeLocks []HomeLockReport           // every held home lock
 	Problems  int                        // orphaned or corrupt buckets and home locks
 	Corrupt   int
+	Fault     error // reading the file faulted (truncated or holed under the scan): the rest is empty; wraps shm.ErrFault
 }
 
 // Scan reads the whole map and reports every locked or half-inserted
@@ -78,7 +79,18 @@ type ScanReport struct {
 // it is then, and the word found unchanged across that judgement, so that
 // a process attaching or a writer finishing during the scan is not
 // reported as one.
+//
+// It runs under the file's fault guard: a file truncated or holed under
+// it gives a report with only Path and Fault set instead of a crash.
 func (m *Map) Scan() ScanReport {
+	rep, err := guarded(m.reg, "scan", func() (ScanReport, error) { return m.scan(), nil })
+	if err != nil {
+		return ScanReport{Path: m.Path(), Fault: err}
+	}
+	return rep
+}
+
+func (m *Map) scan() ScanReport {
 	rep := ScanReport{Path: m.Path(), Counters: m.Counters(), States: map[layout.BucketState]int{}}
 	if m.area == nil {
 		return rep
@@ -279,7 +291,20 @@ func (m *Map) recheckHome(i uint64, hr HomeLockReport) (HomeLockReport, bool) {
 // Writers do not depend on it: one that needs a bucket or home lock a dead
 // writer left rolls it back itself, and a process attaching in a dead
 // participant's entry rolls back what that participant left.
+//
+// It runs under the file's fault guard (not the per-operation paths): a
+// file truncated or holed under it gives an error wrapping shm.ErrFault,
+// and ErrTruncated or ErrSparse when the file shows which, with an empty
+// report, instead of a crash.
 func (m *Map) Repair() (check.RepairReport, error) {
+	rep, err := guarded(m.reg, "repair", m.repair)
+	if rep.Path == "" {
+		rep = check.RepairReport{Path: m.Path(), Done: []check.Finding{}}
+	}
+	return rep, err
+}
+
+func (m *Map) repair() (check.RepairReport, error) {
 	rep := check.RepairReport{Path: m.Path(), Done: []check.Finding{}}
 	if m.tab.Self == 0 || m.area == nil {
 		return rep, transport.ErrNotAttached
