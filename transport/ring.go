@@ -61,6 +61,12 @@ type Ring struct {
 	repairs                  *atomic.Uint64
 	notEmptySeq, notEmptyW   *atomic.Uint32
 	notFullSeq, notFullW     *atomic.Uint32
+
+	// inPlaceHook, when not nil, runs in a repair's in-place re-publish
+	// between its look at the tail and its CAS (recoverWithoutPush): tests
+	// set it on their own handle to put other operations in that window.
+	// nil in production; only that slow path reads it.
+	inPlaceHook func(slot uint64)
 }
 
 // CreateRing creates a ring file at path (a bare name lives in /dev/shm).

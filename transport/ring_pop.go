@@ -97,7 +97,9 @@ func (r *Ring) Ack(l Lease) error {
 
 // Release gives a lease back without processing it: the message is queued
 // again (its delivery count is kept, so a message that keeps being released
-// ends up as poison too).
+// ends up as poison too). nil means it is queued and the lease is gone; on
+// a full ring where it cannot be re-published in place, Release returns
+// ErrFull and the lease is still held (Ack or Release it later).
 func (r *Ring) Release(l Lease) error {
 	if r.tab.Self == 0 {
 		return ErrNotAttached
@@ -115,10 +117,16 @@ func (r *Ring) Release(l Lease) error {
 		return r.corrupt(l.slot, raw, err)
 	}
 	what, err := r.recoverSlot(l.slot, raw, sw)
-	if err == nil && what == recoveredDeferred {
+	switch {
+	case err != nil:
+		return err
+	case what == recoveredDeferred:
 		return fmt.Errorf("%w: %s: no room to queue the message again; the lease is still held", ErrFull, r.Path())
+	case what == recoveredNothing:
+		// recoverSlot retries while the slot names us: it no longer does.
+		return fmt.Errorf("%w: %s: slot %d changed under its lease", ErrLeaseLost, r.Path(), l.slot)
 	}
-	return err
+	return nil
 }
 
 // take moves the message at the head into state (reading or leased), owned

@@ -196,35 +196,64 @@ const (
 // recoverSlot undoes what an owner that will never finish left in slot i,
 // whose word was raw. Its callers guarantee the owner is dead (Repair) or
 // is this very handle (Release, Close). Each step is a CAS from a word
-// naming that owner, so a slot that changed meanwhile is left alone.
+// naming that owner, so a slot that changed meanwhile is left alone; a CAS
+// that fails because producers burned past the lease (the word still names
+// the owner, one lap on) is retried from the new word, so recoveredNothing
+// means the slot no longer names the owner: never that the message was
+// left where nobody will deliver it.
 func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error) {
-	if sw.State != layout.SlotReading && sw.State != layout.SlotLeased {
-		return r.recoverWithoutPush(i, raw, sw), nil
-	}
-	// Deliver it again: a copy at the tail is seen soon. Without room,
-	// recoverWithoutPush re-publishes in place only where that is
-	// immediately deliverable, and defers otherwise.
-	if err := r.push(r.payload(i, sw.Length), sw.Deliveries); err == ErrFull {
-		return r.recoverWithoutPush(i, raw, sw), nil
-	} else if err != nil {
-		return recoveredNothing, err
-	}
-	shm.CrashPoint(crashRingRepairAfterRequeue)
-	w := r.slotWord(i)
 	owner := sw.Owner
 	for {
-		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			r.requeued.Add(1)
-			return recoveredRequeued, nil
+		if sw.State != layout.SlotReading && sw.State != layout.SlotLeased {
+			return r.recoverWithoutPush(i, raw, sw), nil
 		}
-		// Producers may have burned past the lease meanwhile (its lap
-		// moved); anything else means the slot is no longer ours to fix.
-		raw = w.Load()
-		sw = layout.UnpackSlot(raw)
-		if sw.Owner != owner || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
-			return recoveredNothing, nil
+		// Deliver it again: a copy at the tail is seen soon. Without room,
+		// the message is re-published in place only where that is
+		// immediately deliverable, and deferred otherwise.
+		err := r.push(r.payload(i, sw.Length), sw.Deliveries)
+		if err == ErrFull {
+			what, lost := r.recoverInPlace(i, raw, sw)
+			if !lost {
+				return what, nil
+			}
+			// Producers burned past the lease between our look at the
+			// tail and the CAS (a pop made room for them): there may be
+			// room for a copy now, or the tail is at the slot again.
+			var ok bool
+			if raw, sw, ok = r.stillHeld(i, owner); !ok {
+				return recoveredNothing, nil
+			}
+			continue
+		}
+		if err != nil {
+			return recoveredNothing, err
+		}
+		shm.CrashPoint(crashRingRepairAfterRequeue)
+		w := r.slotWord(i)
+		for {
+			if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+				r.requeued.Add(1)
+				return recoveredRequeued, nil
+			}
+			// Producers may have burned past the lease meanwhile (its lap
+			// moved); anything else means the slot is no longer ours to fix.
+			var ok bool
+			if raw, sw, ok = r.stillHeld(i, owner); !ok {
+				return recoveredNothing, nil
+			}
 		}
 	}
+}
+
+// stillHeld re-reads slot i after a failed CAS: ok while its word still
+// names owner as reading or leasing a valid message (producers burning
+// past a lease move only its lap).
+func (r *Ring) stillHeld(i uint64, owner uint16) (uint64, layout.SlotWord, bool) {
+	raw := r.slotWord(i).Load()
+	sw := layout.UnpackSlot(raw)
+	ok := sw.Owner == owner && (sw.State == layout.SlotReading || sw.State == layout.SlotLeased) &&
+		sw.Validate(&r.lay.SlotGeometry) == nil
+	return raw, sw, ok
 }
 
 // recoverWithoutPush recovers a slot without taking a new position, which
@@ -237,33 +266,59 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 //     is what producers reach next): then it is the very next message;
 //   - anything else is deferred: re-publishing a message at a position the
 //     tail has not reached would hide it until the ring wraps.
+//
+// A re-publish that loses its CAS to producers burning past the lease
+// looks again at the new word (then usually defers: the tail has moved on).
 func (r *Ring) recoverWithoutPush(i, raw uint64, sw layout.SlotWord) recovered {
-	w := r.slotWord(i)
-	next := (sw.Lap + 1) & layout.SlotLapMask
 	switch sw.State {
 	case layout.SlotWriting:
-		if w.CompareAndSwap(raw, layout.SlotWord{Lap: next}.Pack()) {
+		// Nobody but the (dead) writer changes a WRITING word: a failed
+		// CAS means another repair released it first.
+		if r.slotWord(i).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
 			r.abandoned.Add(1)
 			r.wakeIfWaiting()
 			return recoveredAbandoned
 		}
 		return recoveredNothing
 	case layout.SlotReading, layout.SlotLeased:
-		// The tail cannot pass a reading slot, and passes a leased one
-		// only by burning it (which moves its lap, failing the CAS): so
-		// "tail exactly at the next position" holds until the CAS.
-		t := r.tail.Load()
-		if t&r.mask != i || r.lay.LapOf(t) != next {
-			return recoveredDeferred
+		owner := sw.Owner
+		for {
+			what, lost := r.recoverInPlace(i, raw, sw)
+			if !lost {
+				return what
+			}
+			var ok bool
+			if raw, sw, ok = r.stillHeld(i, owner); !ok {
+				return recoveredNothing
+			}
 		}
-		ready := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}
-		if w.CompareAndSwap(raw, ready.Pack()) {
-			r.tail.CompareAndSwap(t, t+1) // position t is taken now
-			r.requeued.Add(1)
-			r.wakeIfWaiting()
-			return recoveredInPlace
-		}
-		return recoveredNothing
 	}
 	return recoveredNothing
+}
+
+// recoverInPlace re-publishes the message being read or leased in slot i
+// (word raw) as READY one lap on when the tail is exactly at that
+// position, and defers it otherwise. lost reports a CAS that failed: the
+// word changed between the look at the tail and the CAS. The tail cannot
+// pass a reading slot, but producers pass a leased one by burning it
+// (moving its lap) once consumers have made room, and that can happen in
+// that window; the caller then re-reads the word and tries again, or the
+// message would stay leased by an owner nobody recovers for.
+func (r *Ring) recoverInPlace(i, raw uint64, sw layout.SlotWord) (what recovered, lost bool) {
+	next := (sw.Lap + 1) & layout.SlotLapMask
+	t := r.tail.Load()
+	if t&r.mask != i || r.lay.LapOf(t) != next {
+		return recoveredDeferred, false
+	}
+	if h := r.inPlaceHook; h != nil {
+		h(i)
+	}
+	ready := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: next}
+	if !r.slotWord(i).CompareAndSwap(raw, ready.Pack()) {
+		return recoveredNothing, true
+	}
+	r.tail.CompareAndSwap(t, t+1) // position t is taken now
+	r.requeued.Add(1)
+	r.wakeIfWaiting()
+	return recoveredInPlace, false
 }

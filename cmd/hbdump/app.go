@@ -196,8 +196,7 @@ func unusable(path string, err error) error {
 	if !strings.Contains(err.Error(), shm.Resolve(path)) {
 		err = fmt.Errorf("%s: %w", shm.Resolve(path), err)
 	}
-	// shm.ErrSparse (a file with holes) is not in cliutil's list either.
-	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt) || errors.Is(err, shm.ErrSparse)) {
+	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt)) {
 		return cliutil.Exit(cliutil.ExitUnusable, err)
 	}
 	return err

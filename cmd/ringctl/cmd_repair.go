@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -228,54 +226,27 @@ func repairWith[H io.Closer, R any](open func(string, ...shm.Option) (H, error),
 }
 
 // backupFirst marks the report applied and, unless --no-backup, copies
-// the file to its backup (--backup, or PATH.bak-<UTC time>) before any
-// change.
+// the file to its backup (--backup, or a fresh PATH.bak-<UTC time>-<random>:
+// cliutil.Backup) before any change.
 func backupFirst(c *cli.Context, path string, rep *repairReport) error {
 	rep.Applied = true
 	if c.Bool("no-backup") {
 		return nil
 	}
-	dst := c.String("backup")
-	if dst == "" {
-		dst = path + ".bak-" + time.Now().UTC().Format("20060102T150405Z")
-	}
-	if err := backup(path, dst); err != nil {
-		return err
-	}
-	rep.Backup = dst
-	return nil
-}
-
-// backup copies the file at src to a new file dst (mode 0600), refusing to
-// overwrite anything. The copy is read with plain reads: on a ring in use
-// it is not a consistent cut, only a record of the bytes before repair.
-func backup(src, dst string) (err error) {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	name, err := cliutil.Backup(path, c.String("backup"))
 	if err != nil {
-		return fileErr(src, err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fileErr(dst, errors.New("backup file exists; refusing to overwrite it"))
+		// One line naming the file at fault; exit 1 (the operation
+		// failed), whatever the cause: the file itself was opened fine.
+		var pe *os.PathError
+		switch {
+		case errors.As(err, &pe) && errors.Is(err, cliutil.ErrBackupExists):
+			return cliutil.Exit(cliutil.ExitProblems, fileErr(pe.Path, cliutil.ErrBackupExists))
+		case errors.As(err, &pe) && pe.Path != "":
+			return cliutil.Exit(cliutil.ExitProblems, fileErr(pe.Path, errors.New("backup: "+pe.Err.Error())))
 		}
-		return fileErr(dst, fmt.Errorf("backup: %w", err))
+		return cliutil.Exit(cliutil.ExitProblems, fileErr(path, errors.New("backup: "+err.Error())))
 	}
-	defer func() {
-		if cerr := out.Close(); err == nil && cerr != nil {
-			err = fileErr(dst, cerr)
-		}
-		if err != nil {
-			os.Remove(dst)
-		}
-	}()
-	if _, err := io.Copy(out, in); err != nil {
-		return fileErr(dst, fmt.Errorf("backup: %w", err))
-	}
-	if err := out.Sync(); err != nil {
-		return fileErr(dst, fmt.Errorf("backup: %w", err))
-	}
+	rep.Backup = name
 	return nil
 }
 
@@ -337,15 +308,15 @@ func repairCommand() *cli.Command {
 		`Lists every problem the file's own Check finds and exactly what a repair does about each
 (an owner counts as dead only on proof: pid and start time, or another boot; never a
 timeout); without --apply nothing is changed, and the exit status is 1 when there is something
-to repair. With --apply the file is first copied to a backup (PATH.bak-<UTC time> unless
---backup or --no-backup; an existing file is never overwritten), then the file's own Repair
+to repair. With --apply the file is first copied to a backup (PATH.bak-<UTC time>-<random>
+unless --backup or --no-backup; an existing file or symlink is never written through), then the file's own Repair
 runs and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
 slots of dead members once their leases are back in the ring (rings only). A deque whose
 owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
 live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,
 		&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},
 		&cli.BoolFlag{Name: "apply", Usage: "repair (after making a backup); without it, only show what would be done"},
-		&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` before repairing (default PATH.bak-<UTC time>)"},
+		&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` (which must not exist) before repairing (default PATH.bak-<UTC time>-<random>)"},
 		&cli.BoolFlag{Name: "no-backup", Usage: "repair without a backup"},
 		jsonFlag(),
 		cliutil.AllowModeFlag())

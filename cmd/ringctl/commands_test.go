@@ -215,7 +215,7 @@ func TestRepairApply(t *testing.T) {
 		res.DeadParticipants[0].PID != deadPID || len(res.Reclaimed) != 1 || res.Reclaimed[0].Label != "worker-1" || len(res.Problems) != 0 {
 		t.Fatalf("%s", r.stdout)
 	}
-	if !regexp.MustCompile(`/orphaned\.shm\.bak-\d{8}T\d{6}Z$`).MatchString(rep.Backup) {
+	if !regexp.MustCompile(`/orphaned\.shm\.bak-\d{8}T\d{6}Z-[0-9a-f]{16}$`).MatchString(rep.Backup) {
 		t.Fatalf("backup %q", rep.Backup)
 	}
 	if saved, err := os.ReadFile(rep.Backup); err != nil || !bytes.Equal(saved, before) {

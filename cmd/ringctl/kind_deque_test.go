@@ -50,7 +50,7 @@ func TestDequeRepairApply(t *testing.T) {
 		len(res.DeadParticipants) != 1 || res.DeadParticipants[0].PID != deadPID || len(res.Problems) != 0 {
 		t.Fatalf("%+v", r)
 	}
-	if !regexp.MustCompile(`/deque-deadowner\.shm\.bak-\d{8}T\d{6}Z$`).MatchString(rep.Backup) {
+	if !regexp.MustCompile(`/deque-deadowner\.shm\.bak-\d{8}T\d{6}Z-[0-9a-f]{16}$`).MatchString(rep.Backup) {
 		t.Fatalf("backup %q", rep.Backup)
 	}
 	if saved, err := os.ReadFile(rep.Backup); err != nil || !bytes.Equal(saved, before) {

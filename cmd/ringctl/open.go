@@ -40,13 +40,7 @@ func fileErr(path string, err error) error {
 	if errors.As(err, &fe) || errors.As(err, &ee) {
 		return err
 	}
-	fe = &fileError{path: path, msg: cause(path, err), err: err}
-	if errors.Is(err, shm.ErrSparse) && !cliutil.IsUnusable(err) {
-		// A file with holes cannot be used either (exit 3); cliutil's list
-		// of unusable errors predates shm.ErrSparse.
-		return cliutil.Exit(cliutil.ExitUnusable, fe)
-	}
-	return fe
+	return &fileError{path: path, msg: cause(path, err), err: err}
 }
 
 // cause is err's message about path, without the path itself, package

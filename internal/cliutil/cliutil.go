@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -26,7 +27,7 @@ const (
 	ExitOK       = 0 // success
 	ExitProblems = 1 // problems found, or the operation failed
 	ExitUsage    = 2 // bad command line
-	ExitUnusable = 3 // the file cannot be used (missing, not shmkit, wrong kind, newer version, truncated, corrupt header)
+	ExitUnusable = 3 // the file cannot be used (missing, not ours to open, not shmkit, wrong kind, newer version, truncated, corrupt header)
 )
 
 // ExitCodesHelp documents the exit codes for --help texts.
@@ -34,8 +35,8 @@ const ExitCodesHelp = `EXIT CODES:
    0  success
    1  problems found, or the operation failed
    2  bad usage
-   3  the file cannot be used (missing, not a shmkit file, wrong kind,
-      newer format version, truncated, corrupt header)`
+   3  the file cannot be used (missing, permission denied, not a shmkit
+      file, wrong kind, newer format version, truncated, corrupt header)`
 
 // ExitError carries an exit code with the error to print.
 type ExitError struct {
@@ -61,19 +62,36 @@ func Usage(format string, args ...any) error {
 // unusable lists the errors that mean "this file cannot be used".
 var unusable = []error{
 	shm.ErrNotExist, shm.ErrSymlink, shm.ErrNotRegular, shm.ErrForeignOwner, shm.ErrPermissive,
-	shm.ErrLinked, shm.ErrTruncated, shm.ErrSizeMismatch, shm.ErrNotReady, shm.ErrFault,
+	shm.ErrLinked, shm.ErrTruncated, shm.ErrSizeMismatch, shm.ErrNotReady, shm.ErrFault, shm.ErrSparse,
 	layout.ErrInvalid, layout.ErrTooShort, layout.ErrBadMagic, layout.ErrVersionMismatch,
 	layout.ErrChecksum, layout.ErrUnknownKind, layout.ErrWrongKind, layout.ErrGeometry,
 }
 
-// IsUnusable reports whether err says the file itself cannot be used.
+// IsUnusable reports whether err says the file itself cannot be used,
+// including a file the user may not open (EACCES or EPERM from open: one
+// of another user's, or in a directory closed to us).
 func IsUnusable(err error) bool {
 	for _, u := range unusable {
 		if errors.Is(err, u) {
 			return true
 		}
 	}
-	return false
+	return IsOpenDenied(err)
+}
+
+// IsOpenDenied reports whether err is a permission error (EACCES, EPERM)
+// from opening a file (shm's or the os package's "open"), as opposed to
+// one from creating a file or from any later step.
+func IsOpenDenied(err error) bool {
+	if !errors.Is(err, fs.ErrPermission) {
+		return false
+	}
+	var sp *shm.PathError
+	if errors.As(err, &sp) {
+		return sp.Op == "open" && errors.Is(sp.Err, fs.ErrPermission)
+	}
+	var op *fs.PathError
+	return errors.As(err, &op) && op.Op == "open" && errors.Is(op.Err, fs.ErrPermission)
 }
 
 // Code returns the exit code for err.
