@@ -19,7 +19,7 @@ import (
 // it gives a report whose Fault is set (and which is not Clean) instead of
 // a crash.
 func (d *Deque) Check() check.Report {
-	rep, err := guarded(d.reg, "check", func() (check.Report, error) { return d.check(), nil })
+	rep, err := guarded(d.reg, "check", func() (check.Report, error) { return confirmed(d.check), nil })
 	if err != nil {
 		h := d.Header()
 		return check.Report{Path: d.Path(), Kind: h.Kind, Units: d.lay.Capacity, Participants: d.lay.Participants, Fault: err}

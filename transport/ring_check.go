@@ -18,7 +18,7 @@ import (
 // it gives a report whose Fault is set (and which is not Clean) instead of
 // a crash.
 func (r *Ring) Check() check.Report {
-	rep, err := guarded(r.reg, "check", func() (check.Report, error) { return r.check(), nil })
+	rep, err := guarded(r.reg, "check", func() (check.Report, error) { return confirmed(r.check), nil })
 	if err != nil {
 		h := r.Header()
 		return check.Report{Path: r.Path(), Kind: h.Kind, Units: r.lay.Capacity, Participants: r.lay.Participants, Fault: err}
@@ -48,7 +48,15 @@ func (r *Ring) check() check.Report {
 		if !orphaned(sr.Problem) {
 			return nil
 		}
-		step := sim.steps[sr.Index]
+		step, planned := sim.steps[sr.Index]
+		switch {
+		case !planned && sim.stopped:
+			step = ringStep{check.ActionNone, fmt.Sprintf("a repair stops at slot %d first (see there) and does not reach this one", sim.stopAt)}
+		case !planned:
+			step = ringStep{check.ActionNone, "the slot changes before a repair reaches it"}
+		case sim.stopped && step.action == check.ActionDefer:
+			step = ringStep{check.ActionNone, fmt.Sprintf("a repair stops at slot %d before it gets here again", sim.stopAt)}
+		}
 		held[sr.Owner]++
 		return []check.Finding{{Problem: slotProblem(sr.Problem), Action: step.action,
 			Detail: ringSlotDetail(sr, pos, peers[sr.Owner], step.action, step.why)}}
@@ -58,6 +66,11 @@ func (r *Ring) check() check.Report {
 		"marked dead by a repair that could not finish (messages deferred for room)"))
 	for i := n; i < len(fs.list); i++ {
 		f := &fs.list[i]
+		if f.Problem == check.ProblemDeadParticipant && sim.stopped {
+			f.Action = check.ActionNone
+			f.Detail = fmt.Sprintf("%s, proven dead (%s): a repair marks it dead but stops at slot %d (a corrupt word where it pushes a copy) before it frees any entry", f.OwnerID, f.Verdict, sim.stopAt)
+			continue
+		}
 		if f.Problem == check.ProblemDeadParticipant && f.Owner >= 0 && sim.keep[f.Owner] {
 			f.Action = check.ActionNone
 			f.Detail = fmt.Sprintf("%s, proven dead (%s): a repair marks it dead and keeps it while a message it held (listed above) waits for room; a later repair frees it", f.OwnerID, f.Verdict)
@@ -104,8 +117,10 @@ func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why
 // ringPlan is what a Repair would do to each slot (by index) and which
 // dead entries it would keep (they own a deferred message).
 type ringPlan struct {
-	steps map[uint64]ringStep
-	keep  []bool
+	steps   map[uint64]ringStep
+	keep    []bool
+	stopped bool   // a push met a corrupt word: Repair returns an error there, before it frees any entry
+	stopAt  uint64 // the slot whose recovery stopped it
 }
 
 type ringStep struct {
@@ -145,6 +160,7 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []check.Peer) 
 				plan.keep[sw.Owner-1] = true
 			default:
 				if sim.stopped {
+					plan.stopped, plan.stopAt = true, i
 					return plan
 				}
 			}
