@@ -129,6 +129,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		if err == nil {
 			step("read-only Scan")
 			checkScan(ro.Scan(), ro)
+			fuzzCheckReport(t, "read-only", ro.Check())
 			ro.Len()
 			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			bad("read-only Close", ro.Close())
@@ -143,6 +144,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			for k := 0; k < 5; k++ {
 				step("Scan")
 				checkScan(o.Scan(), o)
+				fuzzCheckReport(t, "attached", o.Check())
 				step("TryPop (steal)")
 				pb := buf
 				if mode&fuzzShortBuf != 0 && k == 0 {

@@ -192,6 +192,8 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 		if err == nil {
 			step("read-only Scan")
 			fuzzCheckScan(ro.Scan(), ro, expect)
+			step("read-only Check")
+			fuzzCheckReport(t, "read-only", ro.Check())
 			step("read-only TryPush")
 			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			step("read-only Repair")
@@ -210,6 +212,7 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 			for k := 0; k < 6; k++ {
 				step("Scan")
 				fuzzCheckScan(o.Scan(), o, expect)
+				fuzzCheckReport(t, "attached", o.Check())
 
 				step("TryPush")
 				bad("TryPush", o.TryPush([]byte{byte(k), 'x'}))

@@ -203,6 +203,16 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 			expect(h.Len() >= 0 && uint64(h.Len()) <= h.Capacity(), "%s Len %d", who, h.Len())
 			step(who + " Scan")
 			hmFuzzCheckScan(h.Scan(), h, expect)
+			step(who + " Check")
+			rep := h.Check()
+			acts := 0
+			for _, f := range rep.Findings {
+				expect(f.Problem != "" && f.Location != "" && f.Action != "", "%s Check: a finding without a problem, location or action: %+v", who, f)
+				if f.Action != check.ActionNone {
+					acts++
+				}
+			}
+			expect(len(rep.Plan()) == acts, "%s Check: plan of %d, %d findings with an action", who, len(rep.Plan()), acts)
 		}
 
 		step("OpenReadOnly")
