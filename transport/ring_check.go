@@ -51,11 +51,14 @@ func (r *Ring) check() check.Report {
 		step, planned := sim.steps[sr.Index]
 		switch {
 		case !planned && sim.stopped:
-			step = ringStep{check.ActionNone, fmt.Sprintf("a repair stops at slot %d first (see there) and does not reach this one", sim.stopAt)}
+			step = ringStep{action: check.ActionNone, why: fmt.Sprintf("a repair stops at slot %d first (see there) and does not reach this one", sim.stopAt)}
 		case !planned:
-			step = ringStep{check.ActionNone, "the slot changes before a repair reaches it"}
-		case sim.stopped && step.action == check.ActionDefer:
-			step = ringStep{check.ActionNone, fmt.Sprintf("a repair stops at slot %d before it gets here again", sim.stopAt)}
+			step = ringStep{action: check.ActionNone, why: "the slot changes before a repair reaches it"}
+		case sim.stopped && step.action == check.ActionDefer && step.pass < sim.stopPass:
+			// Deferred in an earlier pass; the pass that stops does not
+			// reach it again, and a repair reports its last pass's
+			// deferrals only.
+			step = ringStep{action: check.ActionNone, why: fmt.Sprintf("a repair stops at slot %d before it gets here again", sim.stopAt)}
 		}
 		held[sr.Owner]++
 		return []check.Finding{{Problem: slotProblem(sr.Problem), Action: step.action,
@@ -119,13 +122,15 @@ func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why
 type ringPlan struct {
 	steps   map[uint64]ringStep
 	keep    []bool
-	stopped bool   // a push met a corrupt word: Repair returns an error there, before it frees any entry
-	stopAt  uint64 // the slot whose recovery stopped it
+	stopped  bool   // a push met a corrupt word: Repair returns an error there, before it frees any entry
+	stopAt   uint64 // the slot whose recovery stopped it
+	stopPass int    // in that pass
 }
 
 type ringStep struct {
 	action check.Action
 	why    string // for check.ActionNone: why a repair does not act
+	pass   int    // the slot pass that decided it
 }
 
 // planSlots runs Repair's slot passes on a copy of the slot words: the
@@ -151,6 +156,7 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []check.Peer) 
 				continue
 			}
 			step := sim.recoverSlot(i, raw, sw)
+			step.pass = pass
 			plan.steps[i] = step
 			switch step.action {
 			case check.ActionRelease, check.ActionRequeue, check.ActionRequeueInPlace:
@@ -160,7 +166,7 @@ func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []check.Peer) 
 				plan.keep[sw.Owner-1] = true
 			default:
 				if sim.stopped {
-					plan.stopped, plan.stopAt = true, i
+					plan.stopped, plan.stopAt, plan.stopPass = true, i, pass
 					return plan
 				}
 			}
@@ -188,7 +194,7 @@ func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
 	ok, err := s.push(sw.Deliveries, sw.Length)
 	if err != "" {
 		s.stopped = true
-		return ringStep{check.ActionNone, "a repair's push of a copy meets " + err + " and stops there"}
+		return ringStep{action: check.ActionNone, why: "a repair's push of a copy meets " + err + " and stops there"}
 	}
 	if !ok {
 		return s.withoutPush(i, sw)
@@ -196,7 +202,7 @@ func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
 	// Our own push may have burned past this lease (its lap moved on).
 	now := layout.UnpackSlot(s.words[i])
 	if now.Owner != sw.Owner || (now.State != layout.SlotReading && now.State != layout.SlotLeased) {
-		return ringStep{check.ActionNone, "the slot changes before a repair reaches it"}
+		return ringStep{action: check.ActionNone, why: "the slot changes before a repair reaches it"}
 	}
 	s.words[i] = layout.SlotWord{Lap: (now.Lap + 1) & layout.SlotLapMask}.Pack()
 	return ringStep{action: check.ActionRequeue}
@@ -217,7 +223,7 @@ func (s *ringSim) withoutPush(i uint64, sw layout.SlotWord) ringStep {
 		s.tail = t + 1
 		return ringStep{action: check.ActionRequeueInPlace}
 	}
-	return ringStep{check.ActionNone, ""}
+	return ringStep{action: check.ActionNone, why: ""}
 }
 
 // push mirrors Ring.push on the copy: ok when a message would be
