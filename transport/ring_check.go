@@ -120,8 +120,8 @@ func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why
 // ringPlan is what a Repair would do to each slot (by index) and which
 // dead entries it would keep (they own a deferred message).
 type ringPlan struct {
-	steps   map[uint64]ringStep
-	keep    []bool
+	steps    map[uint64]ringStep
+	keep     []bool
 	stopped  bool   // a push met a corrupt word: Repair returns an error there, before it frees any entry
 	stopAt   uint64 // the slot whose recovery stopped it
 	stopPass int    // in that pass
