@@ -394,7 +394,6 @@ type leaseWatch struct {
 	mu        sync.Mutex
 	scans     int
 	reclaimed int
-	problems  []string
 
 	stopCh chan struct{}
 	done   chan struct{}

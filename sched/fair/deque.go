@@ -23,15 +23,6 @@ func (d *fairDeque[T]) pushBack(v T) {
 	d.n++
 }
 
-func (d *fairDeque[T]) pushFront(v T) {
-	if d.n == len(d.buf) {
-		d.grow()
-	}
-	d.head = (d.head - 1) & (len(d.buf) - 1)
-	d.buf[d.head] = v
-	d.n++
-}
-
 // popFront removes and returns the front element; the deque must not be empty.
 func (d *fairDeque[T]) popFront() T {
 	var zero T
@@ -58,14 +49,6 @@ func (d *fairDeque[T]) retain(keep func(T) bool) {
 		d.buf[(d.head+i)&mask] = zero
 	}
 	d.n = w
-}
-
-func (d *fairDeque[T]) clear() {
-	var zero T
-	for i := 0; i < d.n; i++ {
-		d.buf[(d.head+i)&(len(d.buf)-1)] = zero
-	}
-	d.head, d.n = 0, 0
 }
 
 func (d *fairDeque[T]) grow() {
