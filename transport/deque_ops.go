@@ -278,8 +278,16 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 				continue
 			}
 			// A thief took the last message (it took p at the top, so
-			// everything below p is gone too). Put bottom back.
+			// everything below p is gone too). Put bottom back, and help
+			// top past p as a thief would: if top is still p, the taker
+			// died between its slot CAS and its top CAS
+			// (deque.steal.after-take), and with no thief left to step
+			// over p the deque would count a message that is not there
+			// for good (Len 1, one slot short of capacity). A CAS from
+			// the exact value, with p proven consumed at its lap: a late
+			// one fails harmlessly.
 			d.bottom.Store(b)
+			d.top.CompareAndSwap(p, p+1)
 			if d.pending.Load() != 0 {
 				return d.popReturned(buf)
 			}
