@@ -17,7 +17,7 @@ import (
 //	     | participant[0 .. capacity): slot size bytes each           |
 //	     |    0 ctl: state (bits 0-7), reserved (8-31), pid (32-63)   |
 //	     |    8 start ticks   16 boot tag   24 round (u64)            |
-//	     |   32 joined (Unix ns)   40..64 reserved                    |
+//	     |   32 joined (Unix ns)   40 pid namespace   48..64 reserved |
 //	     |   64 buffer[0], then buffer[1], buffer size bytes each:    |
 //	     |        0 length (u32)   4 round (u32, low 32 bits)         |
 //	     |        8 words[0 .. param0) (u32 each), padded to 64       |
@@ -26,8 +26,10 @@ import (
 // Geometry: Capacity is the number of participants, Param0 the most words
 // a participant contributes to one round; SlotSize is unused (0). Round r
 // is written to buffer r mod 2, so a participant can publish round r+1
-// while a slower one still copies round r. These constants are part of the
-// format.
+// while a slower one still copies round r. A joined participant holds an
+// entry lock (shm.Region.LockEntry) on its slot's first 64 bytes until it
+// leaves: the proof of life judges ask for. These constants are part of
+// the format.
 const (
 	AGOffSeq     = 0
 	AGOffWaiters = 4
@@ -39,6 +41,7 @@ const (
 	AGSlotBoot    = 16
 	AGSlotRound   = 24
 	AGSlotJoined  = 32
+	AGSlotPidNS   = 40
 	AGSlotBuffers = 64
 
 	AGBufLen   = 0
@@ -204,7 +207,8 @@ func (l *AllGatherLayout) fieldMap() Map {
 		{"boot", AGSlotBoot, 8, "first 8 bytes of the boot id"},
 		{"round", AGSlotRound, 8, "last round published (0: none yet)"},
 		{"joined", AGSlotJoined, 8, "join time, Unix ns"},
-		{"reserved", AGSlotJoined + 8, AGSlotBuffers - (AGSlotJoined + 8), "reserved, zero"},
+		{"pid_ns", AGSlotPidNS, 8, "inode of the participant's pid namespace, 0 if unknown"},
+		{"reserved", AGSlotPidNS + 8, AGSlotBuffers - (AGSlotPidNS + 8), "reserved, zero"},
 	}
 	words := 4 * l.Words
 	for b := uint64(0); b < 2; b++ {

@@ -88,10 +88,14 @@ func TestAllGatherControlLines(t *testing.T) {
 	if AGOffAbort+8 > AGSlotsOff || AGSlotsOff%CacheLine != 0 {
 		t.Fatal("control area overlaps the slots")
 	}
-	for _, off := range []uint64{AGSlotCtl, AGSlotStart, AGSlotBoot, AGSlotRound, AGSlotJoined} {
+	for _, off := range []uint64{AGSlotCtl, AGSlotStart, AGSlotBoot, AGSlotRound, AGSlotJoined, AGSlotPidNS} {
 		if off%8 != 0 || off+8 > AGSlotBuffers {
 			t.Errorf("slot word at %d misaligned or in the buffers", off)
 		}
+	}
+	// Format 2: the pid namespace at 40, then reserved bytes to 64.
+	if AGSlotJoined != 32 || AGSlotPidNS != 40 || AGSlotBuffers != 64 {
+		t.Errorf("joined at %d, pid_ns at %d, buffers at %d; want 32, 40, 64", AGSlotJoined, AGSlotPidNS, AGSlotBuffers)
 	}
 	if AGBufLen%4 != 0 || AGBufRound%4 != 0 || AGBufWords%4 != 0 {
 		t.Error("buffer words misaligned")
@@ -137,6 +141,11 @@ func TestAllGatherHeaderMap(t *testing.T) {
 			{HeaderSize + AGOffSeq + 1, "ag.seq"},
 			{HeaderSize + AGOffAbort + 7, "ag.abort"},
 			{HeaderSize + l.SlotOff(0) + AGSlotRound, "participant[0].round"},
+			{HeaderSize + l.SlotOff(0) + 40, "participant[0].pid_ns"},
+			{HeaderSize + l.SlotOff(g.Capacity-1) + 47, "participant[" + strconv.FormatUint(g.Capacity-1, 10) + "].pid_ns"},
+			{HeaderSize + l.SlotOff(0) + 48, "participant[0].reserved"},
+			{HeaderSize + l.SlotOff(0) + 63, "participant[0].reserved"},
+			{HeaderSize + l.SlotOff(0) + 64, "participant[0].buffer[0].len"},
 			{HeaderSize + l.BufferOff(0, 1) + AGBufRound, "participant[0].buffer[1].round"},
 			{HeaderSize + l.BufferOff(g.Capacity-1, 0) + AGBufWords + 4*l.Words - 1, "participant[" + strconv.FormatUint(g.Capacity-1, 10) + "].buffer[0].words"},
 		} {

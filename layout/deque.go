@@ -118,7 +118,7 @@ func (l *DequeLayout) fieldMap() Map {
 		u64("deque.burned", DequeOffBurned, "positions the owner skipped because their slot still held a lease or poison"),
 	}}
 	m.Areas = []Area{
-		PeerArea(DequeOffPeers, l.Participants),
+		PeerArea(DequeOffPeers, l.Entries),
 		l.slotArea(),
 	}
 	return m

@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -61,7 +62,12 @@ func TestDequeHeaderMap(t *testing.T) {
 		if len(m.Areas) != 2 || m.Areas[0].Name != "participant" || m.Areas[1].Name != "slot" {
 			t.Fatalf("%+v: areas %+v", g, m.Areas)
 		}
-		slots := m.Areas[1]
+		peers, slots := m.Areas[0], m.Areas[1]
+		// P participants and the repairer entry, 64 bytes each, right
+		// before the slots.
+		if peers.Offset != HeaderSize+DequeOffPeers || peers.Stride != 64 || peers.Count != uint64(g.Params[0])+1 || peers.Offset+64*peers.Count != slots.Offset {
+			t.Fatalf("%+v: participant area %+v, slots at %d", g, peers, slots.Offset)
+		}
 		if slots.Offset != HeaderSize+l.SlotsOff || slots.Offset+slots.Stride*slots.Count != h.FileSize {
 			t.Fatalf("%+v: slot area %+v, file %d", g, slots, h.FileSize)
 		}
@@ -75,6 +81,7 @@ func TestDequeHeaderMap(t *testing.T) {
 			{HeaderSize + DequeOffBottom, "deque.bottom"},
 			{HeaderSize + DequeOffTop + 3, "deque.top"},
 			{HeaderSize + DequeOffOwner, "deque.owner"},
+			{HeaderSize + DequeOffPeers + uint64(g.Params[0])*64 + 32, "participant[" + strconv.FormatUint(uint64(g.Params[0]), 10) + "].pid_ns"},
 			{HeaderSize + l.SlotsOff + 9, "slot[0].payload"},
 		} {
 			if name, _, _, ok := m.Locate(tc.off); !ok || name != tc.name {

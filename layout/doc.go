@@ -31,8 +31,12 @@
 // These constants are part of the format: changing an offset or a meaning
 // requires a new major version. Compatibility rules:
 //
-//   - A reader rejects a file whose major version is newer than its own
-//     (ErrVersionMismatch); the format of a newer major is unknown to it.
+//   - A reader rejects a file of any other major version than its own
+//     (ErrVersionMismatch), older or newer: majors share no layout. Format
+//     2 (participant entries of 64 bytes with a pid namespace, a repairer
+//     entry, entry locks as the proof of life) is refused by format 1
+//     readers, and format 1 files by this one: a format 1 binary would
+//     judge a format 2 holder dead by its pid, and the reverse.
 //   - Minor versions only add meaning to bytes that an older reader leaves
 //     alone (reserved fields, compatible flag bits). A reader accepts any
 //     minor version of its major, older or newer.
@@ -40,7 +44,7 @@
 //     it); bits 8-15 are incompatible (a reader that does not know one must
 //     reject the file with ErrVersionMismatch).
 //   - The header size field lets a later minor version grow the header; a
-//     v1 reader requires at least 256 and a multiple of 64.
+//     reader requires at least 256 and a multiple of 64.
 //
 // The ready word is stored last by the creator with a release store; a file
 // whose ready word is not ReadyValue is still being initialised (or its

@@ -34,7 +34,7 @@ type Map struct {
 func HeaderFields() []Field {
 	return []Field{
 		{"magic", OffMagic, 8, `"\x89SHMKIT\n": a shmkit file`},
-		{"major", OffMajor, 2, "format major version: a newer one is rejected"},
+		{"major", OffMajor, 2, "format major version: any other than this build's is rejected"},
 		{"minor", OffMinor, 2, "format minor version: compatible additions"},
 		{"kind", OffKind, 2, "file kind (1 region, 2 ring, 3 deque, 4 hashmap, 5 heartbeat)"},
 		{"flags", OffFlags, 2, "feature flags: bits 0-7 compatible, 8-15 incompatible"},

@@ -14,7 +14,7 @@ import (
 //	     | home_takeovers | repairs                  (counters line)     |
 //	  64 | repair_lock | reserved (56 B)                                 |
 //	 128 +---------------------------------------------------------------+
-//	     | participant[0..P): ctl | start | boot | attached (32 B each)  |
+//	     | participant[0..P]: 64 B each, entry P the repairer's (ring.go) |
 //	     +---------------------------------------------------------------+ (64-aligned)
 //	     | bucket[0..capacity), bucket_size bytes each (a multiple of 64)|
 //	     |    0 ctl (u64)        8 home_lock (u64)                       |
@@ -70,7 +70,7 @@ const (
 	HashMapMaxCapacity     = 1 << 24
 	HashMapMaxKeySize      = 1024
 	HashMapMaxValueSize    = 1 << 16
-	HashMapMaxParticipants = 1023 // owner field is 10 bits, 0 meaning none
+	HashMapMaxParticipants = 1022 // owner field is 10 bits, 0 meaning none, 1023 the repairer entry at most
 	HashMapDefaultPeers    = 64
 )
 
@@ -85,7 +85,8 @@ type HashMapLayout struct {
 	Capacity     uint64 // buckets, a power of two
 	KeySize      uint64 // largest key, bytes
 	ValueSize    uint64 // largest value, bytes
-	Participants uint64
+	Participants uint64 // entries processes attach to
+	Entries      uint64 // Participants + the repairer entry (PeerEntries)
 	BucketsOff   uint64 // area offset of bucket 0
 	BucketSize   uint64 // stride between buckets, a multiple of 64
 	BodySize     uint64
@@ -113,7 +114,8 @@ func NewHashMapLayout(g Geometry) (HashMapLayout, error) {
 		return l, err
 	}
 	l.BucketSize = alignUp(raw, CacheLine)
-	table, err := checkedProduct(l.Participants, PeerEntrySize)
+	l.Entries = PeerEntries(l.Participants)
+	table, err := checkedProduct(l.Entries, PeerEntrySize)
 	if err != nil {
 		return l, err
 	}
@@ -195,7 +197,7 @@ func (l *HashMapLayout) fieldMap() Map {
 		u64("hashmap.repair_lock", HashMapOffRepairLock, "repairer, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when free"),
 		{"hashmap.reserved", HashMapOffRepairLock + 8, HashMapOffParticipants - (HashMapOffRepairLock + 8), "reserved, zero"},
 	}}
-	tableEnd := l.ParticipantOff(l.Participants)
+	tableEnd := l.ParticipantOff(l.Entries)
 	if pad := l.BucketsOff - tableEnd; pad > 0 {
 		m.Fields = append(m.Fields, Field{"hashmap.pad", tableEnd, pad, "padding to a cache line"})
 	}
@@ -214,7 +216,7 @@ func (l *HashMapLayout) fieldMap() Map {
 		bucket = append(bucket, Field{"pad", used, l.BucketSize - used, "padding to a cache line"})
 	}
 	m.Areas = []Area{
-		PeerArea(HashMapOffParticipants, l.Participants),
+		PeerArea(HashMapOffParticipants, l.Entries),
 		{Name: "bucket", Offset: l.BucketsOff, Stride: l.BucketSize, Count: l.Capacity, Fields: bucket},
 	}
 	return m
@@ -311,8 +313,8 @@ func (w HashMapWord) Validate(l *HashMapLayout) error {
 	if !w.State.Valid() {
 		return fmt.Errorf("%w: state %d", ErrBucketCorrupt, w.State)
 	}
-	if uint64(w.Owner) > l.Participants {
-		return fmt.Errorf("%w: owner %d outside the table of %d", ErrBucketCorrupt, w.Owner, l.Participants)
+	if uint64(w.Owner) > l.Entries {
+		return fmt.Errorf("%w: owner %d outside the table of %d entries", ErrBucketCorrupt, w.Owner, l.Entries)
 	}
 	switch w.State {
 	case BucketEmpty:

@@ -9,7 +9,6 @@ import (
 )
 
 func TestNewHashMapLayout(t *testing.T) {
-	const entries = HashMapOffParticipants // area offset of the participant table
 	tests := []struct {
 		name       string
 		g          Geometry
@@ -17,15 +16,20 @@ func TestNewHashMapLayout(t *testing.T) {
 		bucketsOff uint64 // checked when ok
 		bucketSize uint64 // checked when ok
 	}{
-		// 1 entry ends at 160: aligned up to 192. 32+1+2 bytes: one line.
-		{"minimal", HashMapGeometry(2, 1, 1, 1), true, 192, 64},
-		{"defaults", HashMapGeometry(16, 16, 32, HashMapDefaultPeers), true, entries + 64*32, 128},
-		// 32+16+2*8 = 64 exactly: no padding.
-		{"bucket on a line", HashMapGeometry(4, 16, 8, 2), true, 192, 64},
-		{"bucket one over", HashMapGeometry(4, 17, 8, 2), true, 192, 128},
-		{"max participants", HashMapGeometry(2, 1, 1, HashMapMaxParticipants), true, entries + 1024*32, 64},
-		{"max capacity", HashMapGeometry(HashMapMaxCapacity, 8, 8, 1), true, 192, 64},
-		{"max key and value", HashMapGeometry(2, HashMapMaxKeySize, HashMapMaxValueSize, 1), true, 192, 132160},
+		// P participants have P+1 entries of 64 bytes (entry P is the
+		// repairer entry) from 128: 1 participant, 2 entries, end at 256.
+		// 32+1+2 bytes: one line.
+		{"minimal", HashMapGeometry(2, 1, 1, 1), true, 256, 64},
+		// 64 participants, 65 entries: 128+4160 = 4288.
+		{"defaults", HashMapGeometry(16, 16, 32, HashMapDefaultPeers), true, 4288, 128},
+		// 2 participants, 3 entries: 128+192 = 320. 32+16+2*8 = 64
+		// exactly: no padding.
+		{"bucket on a line", HashMapGeometry(4, 16, 8, 2), true, 320, 64},
+		{"bucket one over", HashMapGeometry(4, 17, 8, 2), true, 320, 128},
+		// 1022 participants, 1023 entries: 128+65472 = 65600.
+		{"max participants", HashMapGeometry(2, 1, 1, HashMapMaxParticipants), true, 65600, 64},
+		{"max capacity", HashMapGeometry(HashMapMaxCapacity, 8, 8, 1), true, 256, 64},
+		{"max key and value", HashMapGeometry(2, HashMapMaxKeySize, HashMapMaxValueSize, 1), true, 256, 132160},
 		// 2^24 buckets of 132160 bytes is about 2 TiB: beyond MaxFileSize.
 		{"too big", HashMapGeometry(HashMapMaxCapacity, HashMapMaxKeySize, HashMapMaxValueSize, 1), false, 0, 0},
 		{"capacity 0", HashMapGeometry(0, 8, 8, 1), false, 0, 0},
@@ -41,7 +45,10 @@ func TestNewHashMapLayout(t *testing.T) {
 		{"value over max", HashMapGeometry(8, 8, HashMapMaxValueSize+1, 1), false, 0, 0},
 		{"value max u32", HashMapGeometry(8, 8, math.MaxUint32, 1), false, 0, 0},
 		{"participants 0", HashMapGeometry(8, 8, 8, 0), false, 0, 0},
-		{"participants 1024", HashMapGeometry(8, 8, 8, HashMapMaxParticipants+1), false, 0, 0},
+		// 1023 participants would need owner 1024 for the repairer entry:
+		// past the 10-bit owner field.
+		{"participants 1023", HashMapGeometry(8, 8, 8, HashMapMaxParticipants+1), false, 0, 0},
+		{"participants 1024", HashMapGeometry(8, 8, 8, 1024), false, 0, 0},
 		{"slot size set", Geometry{Capacity: 8, SlotSize: 64, Params: [3]uint32{8, 8, 1}}, false, 0, 0},
 	}
 	for _, tt := range tests {
@@ -89,7 +96,13 @@ func checkHashMapLayout(t *testing.T, g Geometry, l HashMapLayout) {
 	if l.BucketSize < HashMapBucketKey+l.KeySize+2*l.ValueSize || l.BucketSize-(HashMapBucketKey+l.KeySize+2*l.ValueSize) >= CacheLine {
 		t.Fatalf("BucketSize %d for key %d value %d", l.BucketSize, l.KeySize, l.ValueSize)
 	}
-	tableEnd := l.ParticipantOff(l.Participants)
+	if l.Entries != PeerEntries(l.Participants) || l.Entries != l.Participants+1 {
+		t.Fatalf("%d entries for %d participants, want %d (the repairer entry last)", l.Entries, l.Participants, l.Participants+1)
+	}
+	if l.Entries > 1<<bucketOwnerBits-1 {
+		t.Fatalf("%d entries: owner %d does not fit the owner field", l.Entries, l.Entries)
+	}
+	tableEnd := l.ParticipantOff(l.Entries)
 	if l.BucketsOff < tableEnd || l.BucketsOff-tableEnd >= CacheLine {
 		t.Fatalf("BucketsOff %d, participant table ends at %d", l.BucketsOff, tableEnd)
 	}
@@ -186,6 +199,10 @@ func TestHashMapHeaderMap(t *testing.T) {
 		{base + HashMapOffRepairLock, "hashmap.repair_lock"},
 		{base + HashMapOffRepairLock + 9, "hashmap.reserved"},
 		{base + l.ParticipantOff(1), "participant[1].ctl"},
+		// Entry 2 of 2 participants: the repairer entry.
+		{base + l.ParticipantOff(2) + PeerOffPidNS, "participant[2].pid_ns"},
+		{base + l.ParticipantOff(2) + 40, "participant[2].reserved"},
+		{base + HashMapOffParticipants + 3*64, "bucket[0].ctl"},
 		{base + l.BucketOff(2), "bucket[2].ctl"},
 		{base + l.BucketOff(3) + HashMapBucketHomeLock, "bucket[3].home_lock"},
 		{base + l.KeyOff(1) + 3, "bucket[1].key"},
@@ -234,6 +251,9 @@ func TestHashMapWordValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l.Entries != 5 {
+		t.Fatalf("%d entries for 4 participants, want 5", l.Entries)
+	}
 	tests := []struct {
 		w  HashMapWord
 		ok bool
@@ -245,10 +265,14 @@ func TestHashMapWordValidate(t *testing.T) {
 		{HashMapWord{State: BucketInserting, Owner: 1, Version: 3}, true},
 		{HashMapWord{State: BucketInserting, Owner: 4}, true},
 		{HashMapWord{State: BucketInserting}, false},
-		{HashMapWord{State: BucketInserting, Owner: 5}, false},
+		// Owner 5 is entry 4 of 4 participants, the repairer entry: valid.
+		{HashMapWord{State: BucketInserting, Owner: 5}, true},
+		{HashMapWord{State: BucketInserting, Owner: 6}, false},
 		{HashMapWord{State: BucketFull, Version: 9}, true},
 		{HashMapWord{State: BucketFull, Owner: 2, Active: 1}, true},
-		{HashMapWord{State: BucketFull, Owner: 5}, false},
+		{HashMapWord{State: BucketFull, Owner: 5, Active: 1}, true},
+		{HashMapWord{State: BucketFull, Owner: 6}, false},
+		{HashMapWord{State: BucketFull, Owner: 1023}, false},
 		{HashMapWord{State: BucketTombstone, Version: 2}, true},
 		{HashMapWord{State: BucketTombstone, Owner: 1}, false},
 		{HashMapWord{State: 4}, false},
@@ -339,8 +363,8 @@ func FuzzHashMapLayout(f *testing.F) {
 			t.Fatalf("%#x decodes to %+v, packs to %#x", word, w, w.Pack())
 		}
 		if err := w.Validate(&l); err == nil {
-			if uint64(w.Owner) > l.Participants || (w.State == BucketInserting) != (w.Owner != 0 && w.State != BucketFull) {
-				t.Fatalf("Validate accepted %+v for %d participants", w, l.Participants)
+			if uint64(w.Owner) > l.Entries || (w.State == BucketInserting) != (w.Owner != 0 && w.State != BucketFull) {
+				t.Fatalf("Validate accepted %+v for %d participants (%d entries)", w, l.Participants, l.Entries)
 			}
 		} else if !errors.Is(err, ErrBucketCorrupt) {
 			t.Fatalf("Validate: %v", err)

@@ -10,7 +10,7 @@ import (
 
 // Format version written by this package.
 const (
-	MajorVersion = 1
+	MajorVersion = 2
 	MinorVersion = 0
 )
 
@@ -20,7 +20,7 @@ const Magic = "\x89SHMKIT\n"
 
 // Header geometry. These constants are part of the format.
 const (
-	HeaderSize     = 256 // bytes of the common header in format 1
+	HeaderSize     = 256 // bytes of the common header in format 2 (as in format 1)
 	ChecksumedSize = 128 // bytes [0, ChecksumedSize) are immutable and checksummed
 	CacheLine      = 64  // alignment unit of every area in a shmkit file
 )
@@ -55,7 +55,7 @@ const ReadyValue uint32 = 0x59444552
 // Flag bits. Bits 0-7 are compatible, bits 8-15 incompatible.
 const (
 	flagsIncompatMask uint16 = 0xff00
-	knownIncompat     uint16 = 0 // format 1.0 defines no incompatible flags
+	knownIncompat     uint16 = 0 // format 2.0 defines no incompatible flags
 )
 
 // MaxFileSize bounds the size any header may declare (1 TiB): far beyond any
@@ -204,11 +204,18 @@ func Decode(b []byte) (Header, error) {
 		Generation: le.Uint64(b[OffGeneration:]),
 	}
 	copy(h.Creator.BootID[:], b[OffCreatorBoot:OffCreatorBoot+16])
-	if h.Major > MajorVersion {
-		return h, fmt.Errorf("%w: file is format %d.%d, this build reads format %d", ErrVersionMismatch, h.Major, h.Minor, MajorVersion)
-	}
 	if h.Major == 0 {
 		return h, fmt.Errorf("%w: major version 0", ErrInvalid)
+	}
+	if h.Major != MajorVersion {
+		// Majors share no layout: format 1 judged liveness by pid alone,
+		// so a build reading it would call format 2's holders (which
+		// prove life by an entry lock) dead, and the reverse.
+		advice := "re-create the file with this build"
+		if h.Major > MajorVersion {
+			advice = "open it with a newer build"
+		}
+		return h, fmt.Errorf("%w: file is format %d.%d, this build reads only format %d (%s)", ErrVersionMismatch, h.Major, h.Minor, MajorVersion, advice)
 	}
 	if unknown := h.Flags & flagsIncompatMask &^ knownIncompat; unknown != 0 {
 		return h, fmt.Errorf("%w: unknown incompatible flags %#04x", ErrVersionMismatch, unknown)

@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +49,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"short", func(b []byte) []byte { return b[:HeaderSize-1] }, ErrTooShort},
 		{"magic", func(b []byte) []byte { b[1] = 'X'; return b }, ErrBadMagic},
 		{"newer major", func(b []byte) []byte { le.PutUint16(b[OffMajor:], MajorVersion+1); return b }, ErrVersionMismatch},
+		{"older major", func(b []byte) []byte { le.PutUint16(b[OffMajor:], MajorVersion-1); return b }, ErrVersionMismatch},
+		{"format 1", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 1); return resum(b) }, ErrVersionMismatch},
+		{"format 3", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 3); return resum(b) }, ErrVersionMismatch},
+		{"major max", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 0xffff); return resum(b) }, ErrVersionMismatch},
 		{"major zero", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 0); return resum(b) }, ErrInvalid},
 		{"incompatible flag", func(b []byte) []byte { le.PutUint16(b[OffFlags:], 0x0100); return resum(b) }, ErrVersionMismatch},
 		{"checksum", func(b []byte) []byte { b[OffCreated] ^= 1; return b }, ErrChecksum},
@@ -78,11 +83,61 @@ func resum(b []byte) []byte {
 	return b
 }
 
+// TestOtherMajorsRefused: format 2 is the only major this build reads. A
+// file of format 1 (older) or 3 (newer), with any minor and a valid
+// checksum, is refused with ErrVersionMismatch, and the message names the
+// file's format and the one this build reads.
+func TestOtherMajorsRefused(t *testing.T) {
+	if MajorVersion != 2 || MinorVersion != 0 {
+		t.Fatalf("format %d.%d, want 2.0", MajorVersion, MinorVersion)
+	}
+	for _, tc := range []struct {
+		name         string
+		major, minor uint16
+		msg          []string
+	}{
+		{"format 1.0", 1, 0, []string{"format 1.0", "format 2"}},
+		{"format 1.5", 1, 5, []string{"format 1.5", "format 2"}},
+		{"format 3.0", 3, 0, []string{"format 3.0", "format 2"}},
+		{"format 3.2", 3, 2, []string{"format 3.2", "format 2"}},
+		{"format 65535.0", 0xffff, 0, []string{"format 65535.0", "format 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := regionImage(t, 64)
+			binary.LittleEndian.PutUint16(b[OffMajor:], tc.major)
+			binary.LittleEndian.PutUint16(b[OffMinor:], tc.minor)
+			resum(b)
+			for name, decode := range map[string]func([]byte) (Header, error){"Decode": Decode, "DecodeFile": DecodeFile} {
+				h, err := decode(b)
+				if !errors.Is(err, ErrVersionMismatch) {
+					t.Fatalf("%s: got %v, want ErrVersionMismatch", name, err)
+				}
+				for _, want := range tc.msg {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%s: %q does not mention %q", name, err, want)
+					}
+				}
+				if h.Major != tc.major || h.Minor != tc.minor {
+					t.Errorf("%s: refused header reports %d.%d, want %d.%d", name, h.Major, h.Minor, tc.major, tc.minor)
+				}
+			}
+		})
+	}
+	// The same image as format 2 decodes: only the major was at fault.
+	b, _ := regionImage(t, 64)
+	if binary.LittleEndian.Uint16(b[OffMajor:]) != 2 {
+		t.Fatalf("NewHeader wrote major %d, want 2", binary.LittleEndian.Uint16(b[OffMajor:]))
+	}
+	if _, err := DecodeFile(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOlderAndNewerMinorAccepted(t *testing.T) {
 	for _, minor := range []uint16{0, 7} {
 		b, _ := regionImage(t, 64)
 		binary.LittleEndian.PutUint16(b[OffMinor:], minor)
-		// a compatible flag a v1.0 reader does not know
+		// a compatible flag a 2.0 reader does not know
 		binary.LittleEndian.PutUint16(b[OffFlags:], 0x0001)
 		if _, err := DecodeFile(resum(b)); err != nil {
 			t.Fatalf("minor %d: %v", minor, err)
@@ -149,6 +204,11 @@ func FuzzDecode(f *testing.F) {
 	b, _ := regionImage(f, 64)
 	f.Add(b)
 	f.Add(b[:HeaderSize])
+	for _, major := range []uint16{1, 3} { // other formats: always refused
+		o := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint16(o[OffMajor:], major)
+		f.Add(resum(o))
+	}
 	f.Add([]byte(Magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := DecodeFile(data)

@@ -18,15 +18,19 @@ import (
 //	     |    8 start ticks    16 boot tag    24 last beat (mono ns) |
 //	     |   32 registered (Unix ns)   40 last exit                  |
 //	     |   48 label (16 bytes, NUL padded)                         |
-//	     |   64 lease[0 .. leases): 32 bytes each                    |
+//	     |   64 pid namespace inode    72..96 reserved               |
+//	     |   96 lease[0 .. leases): 32 bytes each                    |
 //	     |        0 version (u32, odd while written)  4 deliveries   |
 //	     |        8 ring id   16 ring slot (u32) | lap (u32)         |
 //	     |       24 claimed (mono ns)                                |
 //	     +-----------------------------------------------------------+
 //
 // Geometry: Capacity is the number of participant slots, SlotSize the
-// bytes per slot (64 + 32 per lease, rounded up to 64), Param0 the leases
-// each slot can record. These constants are part of the format.
+// bytes per slot (96 + 32 per lease, rounded up to 64), Param0 the leases
+// each slot can record. A registered member holds an entry lock
+// (shm.Region.LockEntry) on its slot's bytes for as long as it is
+// registered: the proof of life judges ask for. These constants are part
+// of the format.
 const (
 	HBOffRegistered   = 0
 	HBOffUnregistered = 8
@@ -41,7 +45,8 @@ const (
 	HBSlotLastExit   = 40
 	HBSlotLabel      = 48
 	HBLabelSize      = 16
-	HBSlotLeases     = 64
+	HBSlotPidNS      = 64
+	HBSlotLeases     = 96
 
 	HBLeaseSize       = 32
 	HBLeaseVersion    = 0
@@ -173,6 +178,8 @@ func (l *HeartbeatLayout) fieldMap() Map {
 		{"registered", HBSlotRegistered, 8, "registration time, Unix ns"},
 		{"last_exit", HBSlotLastExit, 8, "reason (bits 0-7), generation (8-31), pid (32-63) of the last participant to leave"},
 		{"label", HBSlotLabel, HBLabelSize, "participant's label, NUL padded"},
+		{"pid_ns", HBSlotPidNS, 8, "inode of the participant's pid namespace, 0 if unknown"},
+		{"reserved", HBSlotPidNS + 8, HBSlotLeases - HBSlotPidNS - 8, "zero"},
 	}
 	for j := uint64(0); j < l.Leases; j++ {
 		base := HBSlotLeases + j*HBLeaseSize

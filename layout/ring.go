@@ -18,8 +18,9 @@ import (
 //	 320 | claimed | acked | requeued | poisoned | abandoned | repairs  |
 //	 384 | repair_lock                                                  |
 //	 448 +--------------------------------------------------------------+
-//	     | participant[0..P): ctl | start | boot | attached (32 B each) |
-//	     +--------------------------------------------------------------+ (64-aligned)
+//	     | participant[0..P]: ctl | start | boot | attached | pid_ns    |
+//	     |   (64 B each; entry P is the repairer entry, see PeerEntries) |
+//	     +--------------------------------------------------------------+
 //	     | slot[0..capacity): word (8 B) | payload (slot_size-8 B)      |
 //	     +--------------------------------------------------------------+
 //
@@ -55,7 +56,7 @@ const (
 	RingMinSlotSize       = 64
 	RingMaxSlotSize       = 1 << 20
 	RingMaxCapacity       = 1 << 24
-	RingMaxParticipants   = 1023 // owner field is 10 bits, 0 meaning none
+	RingMaxParticipants   = 1022 // owner field is 10 bits, 0 meaning none, 1023 the repairer entry at most
 	RingMaxDeliveryLimit  = 15   // delivery count field is 4 bits
 	RingDefaultSlotSize   = 64
 	RingDefaultPeers      = 64
@@ -75,7 +76,8 @@ type SlotGeometry struct {
 	Capacity      uint64
 	CapShift      uint // log2(Capacity)
 	SlotSize      uint64
-	Participants  uint64
+	Participants  uint64 // entries processes attach to
+	Entries       uint64 // Participants + the repairer entry (PeerEntries)
 	DeliveryLimit uint32
 	SlotsOff      uint64
 	BodySize      uint64
@@ -123,7 +125,8 @@ func newSlotGeometry(g Geometry) (SlotGeometry, error) {
 		return l, fmt.Errorf("delivery limit %d must be in [1, %d]", l.DeliveryLimit, RingMaxDeliveryLimit)
 	}
 	l.CapShift = uint(bits.TrailingZeros64(g.Capacity))
-	table := l.Participants * RingParticipantSize
+	l.Entries = PeerEntries(l.Participants)
+	table := l.Entries * RingParticipantSize
 	l.SlotsOff = alignUp(RingOffParticipants+table, CacheLine)
 	slots, err := checkedProduct(l.Capacity, l.SlotSize)
 	if err != nil {
@@ -178,7 +181,7 @@ func (l *RingLayout) fieldMap() Map {
 		u64("ring.repair_lock", RingOffRepairLock, "repairer, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when free"),
 	}}
 	m.Areas = []Area{
-		PeerArea(RingOffParticipants, l.Participants),
+		PeerArea(RingOffParticipants, l.Entries),
 		l.slotArea(),
 	}
 	return m
@@ -283,8 +286,8 @@ func (w SlotWord) Validate(l *SlotGeometry) error {
 		return fmt.Errorf("%w: length %d exceeds payload size %d", ErrSlotCorrupt, w.Length, l.PayloadMax())
 	}
 	owned := w.State == SlotWriting || w.State == SlotReading || w.State == SlotLeased
-	if owned && (w.Owner == 0 || uint64(w.Owner) > l.Participants) {
-		return fmt.Errorf("%w: %s slot with owner %d outside the table of %d", ErrSlotCorrupt, w.State, w.Owner, l.Participants)
+	if owned && (w.Owner == 0 || uint64(w.Owner) > l.Entries) {
+		return fmt.Errorf("%w: %s slot with owner %d outside the table of %d entries", ErrSlotCorrupt, w.State, w.Owner, l.Entries)
 	}
 	if !owned && w.Owner != 0 {
 		return fmt.Errorf("%w: %s slot with owner %d", ErrSlotCorrupt, w.State, w.Owner)
@@ -306,17 +309,42 @@ func LapDiff(a, b uint32) int32 {
 }
 
 // PeerEntrySize is the size of one participant table entry (ring, deque and
-// hash map files keep such a table): ctl, start, boot, attached_ns. This
-// constant is part of the format.
-const PeerEntrySize = 32
+// hash map files keep such a table): ctl, start, boot, attached_ns,
+// pid_ns, and reserved bytes. Each entry fills a cache line, and its bytes
+// are also the range its holder keeps locked (an open-file-description
+// lock: shm.Region.LockEntry) for as long as it holds the entry, which is
+// the proof of life every judge asks for. These constants are part of the
+// format.
+const (
+	PeerEntrySize   = 64
+	PeerOffCtl      = 0
+	PeerOffStart    = 8
+	PeerOffBoot     = 16
+	PeerOffAttached = 24
+	PeerOffPidNS    = 32
+)
 
-// PeerArea describes a participant table of n entries at off.
+// PeerEntries is the number of entries of a participant table for n
+// participants: n entries that processes attach to, and after them entry
+// n, the repairer entry. Nobody attaches to the repairer entry: a process
+// that repairs without an entry of its own (a tool, or an attach that
+// found the table full of dead processes' entries and recovers them)
+// holds it, locked like any entry, while it holds the repair lock, and
+// stamps what it writes (a requeued message's copy) with it. Messages a
+// repair could not requeue for want of room may be parked on it (it is
+// then left marked dead, and the next repair finishes it).
+func PeerEntries(n uint64) uint64 { return n + 1 }
+
+// PeerArea describes a participant table of n entries (PeerEntries of the
+// participant count) at off.
 func PeerArea(off, n uint64) Area {
 	return Area{Name: "participant", Offset: off, Stride: PeerEntrySize, Count: n, Fields: []Field{
-		{"ctl", 0, 8, "state (bits 0-7), generation (8-31), pid (32-63)"},
-		{"start", 8, 8, "process start time, clock ticks since boot"},
-		{"boot", 16, 8, "first 8 bytes of the boot id"},
-		{"attached_ns", 24, 8, "attach time, Unix nanoseconds"},
+		{"ctl", PeerOffCtl, 8, "state (bits 0-7), generation (8-31), pid (32-63)"},
+		{"start", PeerOffStart, 8, "process start time, clock ticks since boot"},
+		{"boot", PeerOffBoot, 8, "first 8 bytes of the boot id"},
+		{"attached_ns", PeerOffAttached, 8, "attach time, Unix nanoseconds"},
+		{"pid_ns", PeerOffPidNS, 8, "inode of the holder's pid namespace (/proc/self/ns/pid), 0 if unknown"},
+		{"reserved", 40, 24, "zero"},
 	}}
 }
 

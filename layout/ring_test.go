@@ -16,15 +16,20 @@ func TestNewRingLayout(t *testing.T) {
 		slotsOff uint64 // checked when ok
 		body     uint64 // checked when ok
 	}{
-		{"minimal", RingGeometry(2, 64, 1, 1), true, 512, 512 + 2*64},
-		{"defaults", RingGeometry(8, RingDefaultSlotSize, RingDefaultPeers, RingDefaultDeliveries), true, 448 + 64*32, 448 + 64*32 + 8*64},
-		// 3 entries end at 448+96 = 544: aligned up to the next line.
-		{"table rounded up", RingGeometry(4, 128, 3, 5), true, 576, 576 + 4*128},
-		// 2 entries end exactly on a line boundary: no padding.
-		{"table on a line", RingGeometry(4, 64, 2, 5), true, 512, 512 + 4*64},
-		{"max participants", RingGeometry(2, 64, RingMaxParticipants, RingMaxDeliveryLimit), true, 448 + 1024*32, 448 + 1024*32 + 2*64},
-		{"max capacity", RingGeometry(RingMaxCapacity, 64, 1, 1), true, 512, 512 + RingMaxCapacity*64},
-		{"max slot", RingGeometry(2, RingMaxSlotSize, 1, 1), true, 512, 512 + 2*RingMaxSlotSize},
+		// A table for P participants has P+1 entries of 64 bytes (entry P
+		// is the repairer entry): 1 participant, 2 entries, 448+128 = 576.
+		{"minimal", RingGeometry(2, 64, 1, 1), true, 576, 576 + 2*64},
+		// 64 participants, 65 entries: 448+4160 = 4608.
+		{"defaults", RingGeometry(8, RingDefaultSlotSize, RingDefaultPeers, RingDefaultDeliveries), true, 4608, 4608 + 8*64},
+		// 3 participants, 4 entries end at 448+256 = 704: entries fill a
+		// line each and the table starts on one, so no padding.
+		{"three participants", RingGeometry(4, 128, 3, 5), true, 704, 704 + 4*128},
+		// 2 participants, 3 entries end at 448+192 = 640.
+		{"two participants", RingGeometry(4, 64, 2, 5), true, 640, 640 + 4*64},
+		// 1022 participants, 1023 entries: 448+65472 = 65920.
+		{"max participants", RingGeometry(2, 64, RingMaxParticipants, RingMaxDeliveryLimit), true, 65920, 65920 + 2*64},
+		{"max capacity", RingGeometry(RingMaxCapacity, 64, 1, 1), true, 576, 576 + RingMaxCapacity*64},
+		{"max slot", RingGeometry(2, RingMaxSlotSize, 1, 1), true, 576, 576 + 2*RingMaxSlotSize},
 		// 2^24 slots of 2^20 bytes is 16 TiB: beyond MaxFileSize.
 		{"too big", RingGeometry(RingMaxCapacity, RingMaxSlotSize, 1, 1), false, 0, 0},
 		{"capacity 0", RingGeometry(0, 64, 1, 1), false, 0, 0},
@@ -39,7 +44,10 @@ func TestNewRingLayout(t *testing.T) {
 		{"slot over max", RingGeometry(8, RingMaxSlotSize+64, 1, 1), false, 0, 0},
 		{"slot max u32", RingGeometry(8, math.MaxUint32, 1, 1), false, 0, 0},
 		{"participants 0", RingGeometry(8, 64, 0, 1), false, 0, 0},
-		{"participants 1024", RingGeometry(8, 64, RingMaxParticipants+1, 1), false, 0, 0},
+		// 1023 participants would need entry 1023 for the repairer and
+		// owner 1024 for it: past the 10-bit owner field.
+		{"participants 1023", RingGeometry(8, 64, RingMaxParticipants+1, 1), false, 0, 0},
+		{"participants 1024", RingGeometry(8, 64, 1024, 1), false, 0, 0},
 		{"delivery limit 0", RingGeometry(8, 64, 1, 0), false, 0, 0},
 		{"delivery limit 16", RingGeometry(8, 64, 1, RingMaxDeliveryLimit+1), false, 0, 0},
 	}
@@ -89,7 +97,13 @@ func checkSlotGeometry(t *testing.T, g Geometry, l *SlotGeometry) {
 	if l.SlotsOff%CacheLine != 0 || l.SlotSize%CacheLine != 0 {
 		t.Fatalf("SlotsOff %d / SlotSize %d not cache-line aligned", l.SlotsOff, l.SlotSize)
 	}
-	tableEnd := l.ParticipantOff(l.Participants)
+	if l.Entries != PeerEntries(l.Participants) || l.Entries != l.Participants+1 {
+		t.Fatalf("%d entries for %d participants, want %d (the repairer entry last)", l.Entries, l.Participants, l.Participants+1)
+	}
+	if l.Entries > 1<<slotOwnerBits-1 {
+		t.Fatalf("%d entries: owner %d does not fit the owner field", l.Entries, l.Entries)
+	}
+	tableEnd := l.ParticipantOff(l.Entries)
 	if l.SlotsOff < tableEnd || l.SlotsOff-tableEnd >= CacheLine {
 		t.Fatalf("SlotsOff %d, participant table ends at %d", l.SlotsOff, tableEnd)
 	}
@@ -124,7 +138,7 @@ func TestRingControlLines(t *testing.T) {
 		"participants": {RingOffParticipants},
 	}
 	checkControlLines(t, roles)
-	m := (&RingLayout{SlotGeometry{Participants: 1, Capacity: 2, SlotSize: 64, SlotsOff: 512}}).fieldMap()
+	m := (&RingLayout{SlotGeometry{Participants: 1, Entries: 2, Capacity: 2, SlotSize: 64, SlotsOff: 576}}).fieldMap()
 	for _, f := range m.Fields {
 		if f.Size != 4 && f.Size != 8 || f.Offset%f.Size != 0 {
 			t.Errorf("%s: %d bytes at %d: not an aligned atomic word", f.Name, f.Size, f.Offset)
@@ -196,7 +210,7 @@ func TestRingHeaderMap(t *testing.T) {
 			t.Fatalf("%+v: areas %+v", g, m.Areas)
 		}
 		peers, slots := m.Areas[0], m.Areas[1]
-		if peers.Offset != HeaderSize+RingOffParticipants || peers.Stride != RingParticipantSize || peers.Count != uint64(g.Params[0]) {
+		if peers.Offset != HeaderSize+RingOffParticipants || peers.Stride != RingParticipantSize || peers.Count != uint64(g.Params[0])+1 {
 			t.Fatalf("%+v: participant area %+v", g, peers)
 		}
 		if end := peers.Offset + peers.Stride*peers.Count; end > slots.Offset {
@@ -219,6 +233,9 @@ func TestRingHeaderMap(t *testing.T) {
 			{HeaderSize + RingOffTail, "ring.tail"},
 			{HeaderSize + RingOffRepairLock + 7, "ring.repair_lock"},
 			{HeaderSize + RingOffParticipants + RingParticipantSize + 9, "participant[1].start"},
+			// The repairer entry, entry P, and its pid namespace.
+			{HeaderSize + RingOffParticipants + uint64(g.Params[0])*64 + 32, "participant[" + strconv.FormatUint(uint64(g.Params[0]), 10) + "].pid_ns"},
+			{HeaderSize + RingOffParticipants + uint64(g.Params[0])*64 + 63, "participant[" + strconv.FormatUint(uint64(g.Params[0]), 10) + "].reserved"},
 			{HeaderSize + l.SlotsOff + 3, "slot[0].word"},
 			{h.FileSize - 1, "slot[" + strconv.FormatUint(g.Capacity-1, 10) + "].payload"},
 		} {
@@ -301,6 +318,9 @@ func TestSlotWordValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l.Entries != 5 {
+		t.Fatalf("%d entries for 4 participants, want 5", l.Entries)
+	}
 	tests := []struct {
 		name string
 		w    SlotWord
@@ -311,7 +331,11 @@ func TestSlotWordValidate(t *testing.T) {
 		{"ready", SlotWord{State: SlotReady, Deliveries: 2, Length: 56}, true},
 		{"ready empty message", SlotWord{State: SlotReady}, true},
 		{"writing", SlotWord{State: SlotWriting, Owner: 1}, true},
-		{"reading last owner", SlotWord{State: SlotReading, Owner: 4, Deliveries: 1, Length: 10}, true},
+		{"reading last participant", SlotWord{State: SlotReading, Owner: 4, Deliveries: 1, Length: 10}, true},
+		// Owner 5 is entry 4 of 4 participants: the repairer entry, which
+		// stamps the copies a repair writes.
+		{"leased repairer entry", SlotWord{State: SlotLeased, Owner: 5, Deliveries: 2, Length: 8}, true},
+		{"writing repairer entry", SlotWord{State: SlotWriting, Owner: 5}, true},
 		{"leased", SlotWord{State: SlotLeased, Owner: 2, Deliveries: 15, Length: 56}, true},
 		{"poisoned", SlotWord{State: SlotPoisoned, Deliveries: 5, Length: 3}, true},
 
@@ -322,7 +346,8 @@ func TestSlotWordValidate(t *testing.T) {
 		{"writing owner 0", SlotWord{State: SlotWriting}, false},
 		{"reading owner 0", SlotWord{State: SlotReading, Length: 1}, false},
 		{"leased owner 0", SlotWord{State: SlotLeased, Length: 1}, false},
-		{"leased owner past table", SlotWord{State: SlotLeased, Owner: 5}, false},
+		{"leased owner past table", SlotWord{State: SlotLeased, Owner: 6}, false},
+		{"reading owner past table", SlotWord{State: SlotReading, Owner: 6, Length: 1}, false},
 		{"writing owner max", SlotWord{State: SlotWriting, Owner: 1023}, false},
 		{"ready with owner", SlotWord{State: SlotReady, Owner: 1}, false},
 		{"poisoned with owner", SlotWord{State: SlotPoisoned, Owner: 2}, false},
@@ -357,10 +382,10 @@ func TestSlotStateNames(t *testing.T) {
 	}
 	// Returned is a deque's state: a ring's slot in it is corrupt.
 	w := SlotWord{State: SlotReturned, Length: 3}
-	if err := w.Validate(&SlotGeometry{Participants: 1, SlotSize: 64}); !errors.Is(err, ErrSlotCorrupt) {
+	if err := w.Validate(&SlotGeometry{Participants: 1, Entries: 2, SlotSize: 64}); !errors.Is(err, ErrSlotCorrupt) {
 		t.Errorf("ring accepted a returned slot: %v", err)
 	}
-	if err := w.Validate(&SlotGeometry{Participants: 1, SlotSize: 64, AllowReturned: true}); err != nil {
+	if err := w.Validate(&SlotGeometry{Participants: 1, Entries: 2, SlotSize: 64, AllowReturned: true}); err != nil {
 		t.Errorf("deque rejected a returned slot: %v", err)
 	}
 }
@@ -430,6 +455,56 @@ func TestLapOf(t *testing.T) {
 			t.Errorf("LapDiff across %d: %d", pos, d)
 		}
 	}
+}
+
+// TestPeerEntry pins the participant table entry of format 2: 64 bytes
+// (ctl, start, boot, attached_ns, pid_ns, 24 reserved bytes), and n+1
+// entries for n participants, entry n the repairer entry.
+func TestPeerEntry(t *testing.T) {
+	if PeerEntrySize != 64 || RingParticipantSize != 64 {
+		t.Fatalf("entry size %d (ring %d), want 64", PeerEntrySize, RingParticipantSize)
+	}
+	for name, c := range map[string][2]uint64{
+		"ctl":         {PeerOffCtl, 0},
+		"start":       {PeerOffStart, 8},
+		"boot":        {PeerOffBoot, 16},
+		"attached_ns": {PeerOffAttached, 24},
+		"pid_ns":      {PeerOffPidNS, 32},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("%s at %d, want %d", name, c[0], c[1])
+		}
+	}
+	for _, c := range [][2]uint64{{1, 2}, {4, 5}, {64, 65}, {1022, 1023}} {
+		if got := PeerEntries(c[0]); got != c[1] {
+			t.Errorf("PeerEntries(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+	if RingMaxParticipants != 1022 || HashMapMaxParticipants != 1022 {
+		t.Fatalf("max participants ring %d, hash map %d, want 1022", RingMaxParticipants, HashMapMaxParticipants)
+	}
+	// The repairer entry of the largest table is owner 1023, the largest
+	// value of the 10-bit owner field (0 means none).
+	if PeerEntries(RingMaxParticipants) != 1<<slotOwnerBits-1 || PeerEntries(HashMapMaxParticipants) != 1<<bucketOwnerBits-1 {
+		t.Fatalf("largest owner %d does not fill the owner field", PeerEntries(RingMaxParticipants))
+	}
+	a := PeerArea(1000, 3)
+	if a.Offset != 1000 || a.Stride != 64 || a.Count != 3 {
+		t.Fatalf("PeerArea(1000, 3) = %+v", a)
+	}
+	want := []Field{
+		{"ctl", 0, 8, ""}, {"start", 8, 8, ""}, {"boot", 16, 8, ""}, {"attached_ns", 24, 8, ""},
+		{"pid_ns", 32, 8, ""}, {"reserved", 40, 24, ""},
+	}
+	if len(a.Fields) != len(want) {
+		t.Fatalf("entry fields %+v", a.Fields)
+	}
+	for i, f := range a.Fields {
+		if f.Name != want[i].Name || f.Offset != want[i].Offset || f.Size != want[i].Size {
+			t.Errorf("entry field %d: %s at %d (%d bytes), want %s at %d (%d bytes)", i, f.Name, f.Offset, f.Size, want[i].Name, want[i].Offset, want[i].Size)
+		}
+	}
+	checkRecordFields(t, a)
 }
 
 func TestPeerCtl(t *testing.T) {

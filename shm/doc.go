@@ -3,6 +3,19 @@
 // wait and wake on words in a mapping, a system-wide monotonic clock, process
 // identity with proof of death, and crash points for crash-safety tests.
 //
+// # Proof of death
+//
+// A table entry's holder keeps an open-file-description lock on the
+// entry's bytes of the file (Region.LockEntry) for as long as it holds the
+// entry, taken before it claims the entry. The kernel drops the lock when
+// the holder dies, in whatever pid namespace it ran, so Region.JudgeEntry
+// proves death by the lock being released (F_OFD_GETLK), with the
+// recorded pid and start time (ProcessID) as a second witness only where
+// they mean the same process here (the same pid namespace, PidNamespace).
+// A verdict that cannot be reached is "unknown" and acts on nothing. A
+// child that inherits the descriptor keeps the lock, and so the entry,
+// alive until it exits too.
+//
 // shm knows the common header (through package layout) but not what any
 // kind keeps after it: rings, deques and tables live in transport and the
 // packages under sched/.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -95,6 +96,9 @@ type Region struct {
 	hdr      layout.Header
 	readOnly bool
 	closed   atomic.Bool
+
+	locksMu sync.Mutex
+	locks   map[uint64]uint64 // entry locks this region's open file description holds: offset -> length
 }
 
 // Path returns the file's path.

@@ -106,6 +106,15 @@ func OpenOrCreateDeque(path string, cfg DequeConfig, opts ...shm.Option) (*Deque
 	return d, true, nil
 }
 
+// OpenDequeForRepair maps a deque read-write without attaching: for
+// tools that check and repair a deque without taking a participant entry
+// (which a full table may not have). Check, PlanRepair, Scan and counters
+// work; Repair runs as the table's repairer entry (see Deque.Repair);
+// everything else returns ErrNotAttached.
+func OpenDequeForRepair(path string, opts ...shm.Option) (*Deque, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindDeque}, viewDeque, opts...)
+}
+
 // OpenDequeReadOnly maps a deque read-only without attaching: for
 // inspectors, which may Scan and read counters.
 func OpenDequeReadOnly(path string, opts ...shm.Option) (*Deque, error) {
@@ -135,7 +144,7 @@ func viewDeque(reg *shm.Region) (*Deque, error) {
 	d.burned = u64(layout.DequeOffBurned)
 	d.notEmptySeq, d.notEmptyW = u32(layout.DequeOffNotEmptySeq), u32(layout.DequeOffNotEmptyW)
 	d.notFullSeq, d.notFullW = u32(layout.DequeOffNotFullSeq), u32(layout.DequeOffNotFullW)
-	d.tab = peers.New(d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock), reg.Path())
+	d.tab = peers.New(reg, d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock))
 	d.id, _ = layout.FileID(reg.Bytes())
 	return d, nil
 }
@@ -145,7 +154,11 @@ func attachDeque(reg *shm.Region) (*Deque, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.tab.Attach(d.reclaimStamp); err != nil {
+	// No entry free: repair as the repairer (which hands back what dead
+	// participants held, sets a dead owner's bottom right and frees their
+	// entries), then try again.
+	err = d.tab.Attach(d.repairAs)
+	if err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -204,7 +217,7 @@ func (d *Deque) Counters() DequeCounters {
 // word is corrupt).
 func (d *Deque) ownerStamp() uint16 {
 	v := d.ownerWord.Load()
-	if layout.ValidateRole(v, d.lay.Participants) != nil {
+	if layout.ValidateRole(v, d.lay.Entries) != nil {
 		return 0
 	}
 	return layout.UnpackRole(v).Stamp
@@ -239,51 +252,6 @@ func (d *Deque) detach() {
 		d.owner.Store(false)
 	}
 	d.tab.Release(false)
-}
-
-// reclaimStamp runs when attach takes over the entry of a process proven
-// dead: its leases and steals are handed back. If it was the owner, what
-// it may have left at the bottom (not always stamped: a message published
-// but not counted is not) is set right first, under the repair lock,
-// which the entry being claimed holds by its new generation, and the
-// owner role is freed. If a repair or adoption holds the lock, the entry
-// is handed to Repair instead.
-func (d *Deque) reclaimStamp(stamp uint16, prevGen uint32) bool {
-	if d.ownerWord.Load() == peers.LockValue(stamp, prevGen) && !d.reclaimOwnerRole(stamp, prevGen) {
-		return false
-	}
-	for i := uint64(0); i < d.lay.Capacity; i++ {
-		raw := d.slotWord(i).Load()
-		sw := layout.UnpackSlot(raw)
-		if sw.Owner != stamp || sw.Validate(&d.lay.SlotGeometry) != nil {
-			continue
-		}
-		if sw.State == layout.SlotWriting {
-			return false // only an owner writes, at bottom: leave it to Repair
-		}
-		d.giveBack(i, raw, sw)
-	}
-	return true
-}
-
-// reclaimOwnerRole sets bottom right for a dead owner whose entry attach
-// is claiming, and frees the role. A dead owner's entry is only ever taken
-// over (a clean close clears the owner word first), so the claim is at
-// prevGen+1, and the repair lock is taken by that generation. Under the
-// lock the owner word is read again: an adoption or repair may have freed
-// the role (and a new owner may be moving bottom) since the caller looked.
-// It returns false if a repair or adoption holds the lock.
-func (d *Deque) reclaimOwnerRole(stamp uint16, prevGen uint32) bool {
-	mine := peers.LockValue(stamp, prevGen+1)
-	if !d.tab.RepairLock().CompareAndSwap(0, mine) {
-		return false
-	}
-	if owner := peers.LockValue(stamp, prevGen); d.ownerWord.Load() == owner {
-		d.fixBottom(stamp, nil)
-		d.ownerWord.CompareAndSwap(owner, 0)
-	}
-	d.tab.RepairLock().CompareAndSwap(mine, 0)
-	return true
 }
 
 func (d *Deque) slotWord(pos uint64) *atomic.Uint64 {

@@ -51,7 +51,7 @@ func (d *Deque) check() check.Report {
 	pending := d.pending.Load()
 
 	ownerStamp := uint16(0) // the owner word's stamp when it is valid
-	if layout.ValidateRole(v, d.lay.Participants) == nil {
+	if layout.ValidateRole(v, d.lay.Entries) == nil {
 		ownerStamp = layout.UnpackRole(v).Stamp
 	}
 	// What Repair decides: a dead or vanished owner's bottom is set right
@@ -62,7 +62,7 @@ func (d *Deque) check() check.Report {
 		walk = d.planBottom(words, top, bottom, layout.UnpackRole(v).Stamp, ownerStamp)
 	}
 	returns, returned := 0, uint64(0)
-	held := make([]int, d.lay.Participants)
+	held := make([]int, d.lay.Entries)
 	checkSlots(fs, &d.lay.SlotGeometry, "top", base, words, peers, top, bottom, func(sr SlotReport, pos uint64) []check.Finding {
 		var out []check.Finding
 		var p check.Peer
@@ -189,7 +189,7 @@ func dequeProblem(sr SlotReport, a check.Action) check.Problem {
 // and what the repair does.
 func dequeSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action) string {
 	w := sr.Word
-	who := fmt.Sprintf("participant %d, %s", sr.Owner, p.ID)
+	who := fmt.Sprintf("%s, %s", ownerName(sr.Owner, p), p.Where())
 	gone := fmt.Sprintf("proven dead (%s)", p.Reason)
 	if !p.Dead {
 		gone = "whose entry was freed or taken since"
@@ -215,16 +215,16 @@ func dequeSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action) st
 func (d *Deque) ownerFinding(base, v uint64, peers []check.Peer) check.Finding {
 	f := check.Finding{Problem: check.ProblemDeadOwner, Location: "deque.owner", Offset: base + layout.DequeOffOwner, Raw: v, Owner: -1, Action: check.ActionFreeOwner}
 	const then = "; the deque then has no owner (thieves can still take its messages) until a process calls Adopt"
-	if layout.ValidateRole(v, d.lay.Participants) != nil {
+	if layout.ValidateRole(v, d.lay.Entries) != nil {
 		f.Problem = check.ProblemBadOwner
-		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: a repair sets bottom right and frees the role%s", v, d.lay.Participants, then)
+		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d entries: a repair sets bottom right and frees the role%s", v, d.lay.Entries, then)
 		return f
 	}
 	r := layout.UnpackRole(v)
 	p := peers[r.Index()]
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
 	if p.Dead {
-		f.Detail = fmt.Sprintf("the owner, participant %d, %s, is proven dead (%s): a repair undoes its half-done push or pop at the bottom, sets bottom right and frees the role%s", r.Index(), p.ID, p.Reason, then)
+		f.Detail = fmt.Sprintf("the owner, %s, %s, is proven dead (%s): a repair undoes its half-done push or pop at the bottom, sets bottom right and frees the role%s", p.Entry(), p.Where(), p.Reason, then)
 	} else {
 		f.Detail = fmt.Sprintf("the owner word names participant %d at generation %d, an entry freed since: a repair sets bottom right and frees the role%s", r.Index(), r.Gen, then)
 	}

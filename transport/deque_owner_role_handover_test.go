@@ -7,12 +7,10 @@ package transport
 // comment says what the bug was and which commit added the test.
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -100,7 +98,10 @@ func TestALiveClaimingEntryHoldsTheRepairLock(t *testing.T) {
 	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
 	th := openThief(t, d)
 	// Entry 3 is being claimed by this (live) process, at generation 5,
-	// and holds the repair lock by that generation.
+	// and holds the repair lock by that generation. A live claimer holds
+	// its entry's lock (from another open file description than the
+	// judges').
+	holder := holdEntryLock(t, d.Path(), layout.DequeOffPeers, 3)
 	e := d.tab.Entry(3)
 	self := shm.Self()
 	e.Start.Store(self.Start)
@@ -115,130 +116,9 @@ func TestALiveClaimingEntryHoldsTheRepairLock(t *testing.T) {
 	}
 	// Once that entry is free, the word names nobody: taken over.
 	e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: 6}.Pack())
+	holder.Close()
 	if _, err := th.Repair(); err != nil {
 		t.Fatalf("repair after the claimer is gone: %v", err)
-	}
-}
-
-// TestReclaimingADeadOwnersEntryNeverMovesALiveOwnersBottom: an attach
-// that takes over a dead owner's entry, preempted while a new owner adopts
-// and starts a pop, leaves the new owner's role and bottom alone.
-//
-// Was a bug: reclaimStamp (attach taking over a dead owner's entry) checks that
-// the owner word names the dead entry, and only then takes the repair lock;
-// it never looks at the owner word again. Between the two, a Repair or an
-// Adopt can take the lock, fix bottom, hand the role to a live owner and
-// release the lock (the dead owner's word names generation prevGen, the
-// entry is now claiming at prevGen+1, so the owner is judged dead). The
-// claimer then takes the free lock and runs fixBottom(deadStamp) while the
-// new owner is live. fixBottom walks from bottom over READY words and
-// stores bottom: run between the live owner's pop announce (bottom := p)
-// and its CAS of slot p, it moves bottom back to p+1; the owner then takes
-// p and frees it to FREE(lap p), a free word at its own lap inside
-// [top, bottom). The owner's next pop reports ErrCorrupt on it, and thieves
-// spin on it and report ErrEmpty while messages are below it.
-//
-// The interleaving is written with internals, each step exactly the code
-// it stands for: claimEntry's claim, reclaimStamp's owner check, then an
-// Adopt and the new owner's push and pop announce, then the rest of
-// reclaimStamp (lock, fixBottom, owner CAS, unlock), then the rest of
-// popBottom (CAS, copy, release-store FREE).
-//
-// Fix: in reclaimStamp, re-read the owner word after taking the lock and
-// skip fixBottom unless it still names the dead owner (and release the
-// lock); generally, fixBottom must only run under the lock with the owner
-// word re-checked under it.
-//
-// Added in commit 7e51fc9 (the deque's second review fixes) as
-// TestDequeRegression2ReclaimOwnerCheckedBeforeLock.
-func TestReclaimingADeadOwnersEntryNeverMovesALiveOwnersBottom(t *testing.T) {
-	d := newDeque(t, DequeConfig{Capacity: 8, Participants: 4})
-	a := openThief(t, d)
-	for i := uint64(1); i <= 2; i++ {
-		if err := d.TryPush(u64msg(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := d.Disown(); err != nil {
-		t.Fatal(err)
-	}
-	// Entry 3 (stamp 4) at generation 7 is a dead owner (recorded in an
-	// earlier boot), and the owner word names it.
-	const stamp, prevGen = 4, 7
-	self := shm.Self()
-	e := d.tab.Entry(stamp - 1)
-	e.Start.Store(self.Start)
-	e.Boot.Store(d.tab.Boot() + 1)
-	dead := layout.PeerCtl{State: layout.PeerActive, Gen: prevGen, PID: uint32(self.PID)}.Pack()
-	e.Ctl.Store(dead)
-	owner := peers.LockValue(stamp, prevGen)
-	d.ownerWord.Store(owner)
-	if !d.tab.StampDead(stamp) {
-		t.Fatal("setup: entry not judged dead")
-	}
-	defer e.Ctl.Store(layout.PeerCtl{State: layout.PeerFree, Gen: prevGen + 2}.Pack())
-
-	// Claimer C (this live process), claimEntry: the entry is claiming at
-	// prevGen+1 and records us.
-	claiming := layout.PeerCtl{State: layout.PeerClaiming, Gen: prevGen + 1, PID: uint32(self.PID)}.Pack()
-	if !e.Ctl.CompareAndSwap(dead, claiming) {
-		t.Fatal("claim")
-	}
-	e.Boot.Store(d.tab.Boot())
-	// C, reclaimStamp: the owner word names the dead entry...
-	if d.ownerWord.Load() != owner {
-		t.Fatal("owner word")
-	}
-	// ... C is preempted here. A adopts (the lock is free; the owner word
-	// names generation 7 of an entry now claiming at 8: dead).
-	if _, err := a.Adopt(); err != nil {
-		t.Fatalf("adopt: %v", err)
-	}
-	// The new owner pushes 3 and starts popping it: announce bottom := 2.
-	if err := a.TryPush(u64msg(3)); err != nil {
-		t.Fatal(err)
-	}
-	p := a.bottom.Load() - 1
-	a.bottom.Store(p)
-
-	// C resumes reclaimStamp: the lock is free, so it takes it, and must
-	// look at the owner word again before touching bottom.
-	if !d.reclaimOwnerRole(stamp, prevGen) {
-		t.Fatal("C could not take the lock")
-	}
-	if d.ownerWord.Load() != a.tab.MyLock() {
-		t.Fatalf("the claimer cleared the live owner's role: owner word %#x", d.ownerWord.Load())
-	}
-	bottomAfterFix := a.bottom.Load()
-
-	// A finishes popBottom: take p, copy, free it for its next push.
-	w := a.slotWord(p)
-	raw := w.Load()
-	sw := layout.UnpackSlot(raw)
-	lap := a.lay.LapOf(p)
-	if sw.State != layout.SlotReady || layout.LapDiff(sw.Lap, lap) != 0 {
-		t.Fatalf("slot %d: %+v", p, sw)
-	}
-	taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: a.tab.Self, Length: sw.Length, Lap: lap}
-	if !w.CompareAndSwap(raw, taken.Pack()) {
-		t.Fatal("owner take")
-	}
-	if v := binary.LittleEndian.Uint64(a.payload(p, sw.Length)); v != 3 {
-		t.Fatalf("popped %d", v)
-	}
-	storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
-	a.ownerPopped.Add(1)
-
-	e.Ctl.CompareAndSwap(claiming, layout.PeerCtl{State: layout.PeerActive, Gen: prevGen + 1, PID: uint32(self.PID)}.Pack())
-
-	if bottomAfterFix != p {
-		t.Errorf("the claimer's fixBottom moved a live owner's bottom from its announced pop %d to %d", p, bottomAfterFix)
-	}
-	buf := make([]byte, 64)
-	n, err := a.TryPop(buf)
-	if err != nil || binary.LittleEndian.Uint64(buf[:n]) != 2 {
-		t.Errorf("owner pop after the claimer's fixBottom: %v (want message 2); counters %+v, slot %d %+v",
-			err, a.Counters(), p, layout.UnpackSlot(a.slotWord(p).Load()))
 	}
 }
 

@@ -60,10 +60,35 @@ func (d *Deque) scan() DequeScanReport {
 // and ErrTruncated or ErrSparse when the file shows which, with an empty
 // report, instead of a crash.
 func (d *Deque) Repair() (check.RepairReport, error) {
-	rep, err := guarded(d.reg, "repair", d.repair)
+	rep, err := guarded(d.reg, "repair", d.repairAs)
 	if rep.Path == "" {
 		rep.Path = d.Path()
 	}
+	return rep, err
+}
+
+// repairAs repairs as this handle's entry, or, for a writable handle
+// without one (OpenDequeForRepair, or an attach in progress), as the
+// table's repairer entry, on a fresh view of the same mapping (so that
+// this handle's own view of the table never changes under its other
+// callers).
+func (d *Deque) repairAs() (check.RepairReport, error) {
+	if d.tab.Self != 0 {
+		return d.repair()
+	}
+	if d.reg.ReadOnly() {
+		return check.RepairReport{Path: d.Path()}, ErrNotAttached
+	}
+	rd, err := viewDeque(d.reg)
+	if err != nil {
+		return check.RepairReport{Path: d.Path()}, err
+	}
+	var rep check.RepairReport
+	err = rd.tab.AsRepairer(func() error {
+		var err error
+		rep, err = rd.repair()
+		return err
+	})
 	return rep, err
 }
 

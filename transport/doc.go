@@ -28,8 +28,15 @@
 // operation takes is stamped, in the same atomic step, with the taker's
 // entry in the file's participant table (pid, start time, boot), so what
 // a SIGKILLed process leaves behind is found by Scan and undone or
-// finished by Repair on proof of death only, never on a timeout. Shared
-// memory is untrusted: every word read from a mapping is validated before
+// finished by Repair on proof of death only, never on a timeout. The
+// proof is the lock each participant holds on its table entry, an
+// open-file-description lock the kernel drops only when the last
+// descriptor of that open file closes, so a participant whose descriptor
+// a child inherited (a fork without exec, or a file handed over with
+// exec.Cmd.ExtraFiles, see shm.Region.InheritableFile) stays alive, with
+// everything it holds, until that child has closed it or exited too. Go
+// opens files close-on-exec, so children started by os/exec inherit
+// nothing unless handed the file. Shared memory is untrusted: every word read from a mapping is validated before
 // use, and corruption is reported as ErrCorrupt, never a panic. The state
 // machines, the ordering arguments and a crash-window table per kind are
 // in docs/design.md; the byte layouts in docs/format.md.

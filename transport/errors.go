@@ -18,7 +18,7 @@ var (
 	ErrTooManyPeers    = peers.ErrTooManyPeers // "transport: participant table full"
 	ErrNotAttached     = errors.New("transport: file opened read-only or closed")
 	ErrLeaseLost       = errors.New("transport: lease no longer held by this participant")
-	ErrRepairBusy      = errors.New("transport: another live process is repairing the file")
+	ErrRepairBusy      = peers.ErrRepairBusy // "transport: another live process is repairing the file"
 	ErrInvalidConfig   = errors.New("transport: invalid configuration")
 	ErrDeadlineOrClose = errors.New("transport: wait ended")
 	ErrNotOwner        = errors.New("transport: only the deque's owner may do this")

@@ -106,6 +106,15 @@ func OpenRingReadOnly(path string, opts ...shm.Option) (*Ring, error) {
 	return shm.OpenAs(path, shm.Spec{Kind: layout.KindRing}, viewRegion, append(opts, shm.ReadOnly())...)
 }
 
+// OpenRingForRepair maps a ring read-write without attaching: for tools
+// that check and repair a ring without taking a participant entry (which
+// a full table may not have). Check, PlanRepair, Scan and counters work;
+// Repair runs as the table's repairer entry (see Ring.Repair); push, pop
+// and claim return ErrNotAttached.
+func OpenRingForRepair(path string, opts ...shm.Option) (*Ring, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindRing}, viewRegion, opts...)
+}
+
 func (c RingConfig) validGeometry(path string) (layout.Geometry, error) {
 	g := c.geometry()
 	if _, err := layout.NewRingLayout(g); err != nil {
@@ -137,7 +146,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	r.correlation = u64(layout.RingOffCorrelation)
 	r.claimed, r.acked, r.requeued = u64(layout.RingOffClaimed), u64(layout.RingOffAcked), u64(layout.RingOffRequeued)
 	r.poisoned, r.abandoned, r.repairs = u64(layout.RingOffPoisoned), u64(layout.RingOffAbandoned), u64(layout.RingOffRepairs)
-	r.tab = peers.New(r.area, layout.RingOffParticipants, lay.Participants, u64(layout.RingOffRepairLock), reg.Path())
+	r.tab = peers.New(reg, r.area, layout.RingOffParticipants, lay.Participants, u64(layout.RingOffRepairLock))
 	r.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return r, nil
 }

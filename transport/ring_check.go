@@ -43,7 +43,7 @@ func (r *Ring) check() check.Report {
 	peers := r.Peers()
 	words := r.snapshotSlots()
 	sim := r.planSlots(words, head, tail, peers)
-	held := make([]int, r.lay.Participants)
+	held := make([]int, r.lay.Entries)
 	checkSlots(fs, &r.lay.SlotGeometry, "head", base, words, peers, head, tail, func(sr SlotReport, pos uint64) []check.Finding {
 		if !orphaned(sr.Problem) {
 			return nil
@@ -100,7 +100,7 @@ func (r *Ring) snapshotSlots() []uint64 {
 // does about it (a, with why for a slot a repair cannot finish).
 func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why string) string {
 	w := sr.Word
-	head := fmt.Sprintf("%s slot (position %d, %d bytes) owned by participant %d, %s, proven dead (%s): ", w.State, pos, w.Length, sr.Owner, p.ID, p.Reason)
+	head := fmt.Sprintf("%s slot (position %d, %d bytes) owned by %s, %s, proven dead (%s): ", w.State, pos, w.Length, ownerName(sr.Owner, p), p.Where(), p.Reason)
 	switch a {
 	case check.ActionRelease:
 		return head + fmt.Sprintf("the push never returned, so nobody was promised the message; a repair frees the slot for the next lap and position %d is skipped", pos)
@@ -137,7 +137,7 @@ type ringStep struct {
 // same order, the same pushes (burning past leases, helping the tail),
 // the same passes while they make progress.
 func (r *Ring) planSlots(words []uint64, head, tail uint64, peers []check.Peer) ringPlan {
-	plan := ringPlan{steps: map[uint64]ringStep{}, keep: make([]bool, r.lay.Participants)}
+	plan := ringPlan{steps: map[uint64]ringStep{}, keep: make([]bool, r.lay.Entries)}
 	dead := make([]bool, len(peers))
 	anyDead := false
 	for _, p := range peers {
@@ -197,7 +197,9 @@ func (s *ringSim) recoverSlot(i, raw uint64, sw layout.SlotWord) ringStep {
 		return ringStep{action: check.ActionNone, why: "a repair's push of a copy meets " + err + " and stops there"}
 	}
 	if !ok {
-		return s.withoutPush(i, sw)
+		// As in Ring.recoverSlot: the failed push may have burned past
+		// this lease (its lap moved on), so judge it as it is now.
+		return s.withoutPush(i, layout.UnpackSlot(s.words[i]))
 	}
 	// Our own push may have burned past this lease (its lap moved on).
 	now := layout.UnpackSlot(s.words[i])

@@ -2,30 +2,20 @@ package transport
 
 import (
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // The ring's use of its participant table (package internal/peers): what a takeover and a
 // detach recover.
 
-func (r *Ring) attach() error { return r.tab.Attach(r.reclaimStamp) }
-
-// reclaimStamp recovers every slot still stamped with stamp, whose earlier
-// owner is proven dead, without a push (an entry being claimed has no stamp
-// to push with). If one cannot be (a lease, or a read that no producer
-// waits on), the entry is handed to Repair instead.
-func (r *Ring) reclaimStamp(stamp uint16, _ uint32) bool {
-	for s := uint64(0); s < r.lay.Capacity; s++ {
-		raw := r.slotWord(s).Load()
-		sw := layout.UnpackSlot(raw)
-		if sw.Owner != stamp || sw.Validate(&r.lay.SlotGeometry) != nil {
-			continue
-		}
-		if r.recoverWithoutPush(s, raw, sw) == recoveredDeferred {
-			r.deferred.Add(1)
-			return false
-		}
-	}
-	return true
+// attach takes a free participant entry. When none is free and some
+// belong to dead processes, it repairs the ring as the repairer (the
+// handle has no entry yet), which requeues what they held and frees their
+// entries, parking on the repairer entry the leases it cannot requeue
+// for want of room (so that their entries can be freed too), and tries
+// again.
+func (r *Ring) attach() error {
+	return r.tab.Attach(func() (check.RepairReport, error) { return r.repairAs(true) })
 }
 
 // detach hands this participant's leases back to the ring and frees its

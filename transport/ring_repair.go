@@ -57,14 +57,38 @@ func (r *Ring) scan() ScanReport {
 // and ErrTruncated or ErrSparse when the file shows which, with an empty
 // report, instead of a crash.
 func (r *Ring) Repair() (check.RepairReport, error) {
-	rep, err := guarded(r.reg, "repair", r.repair)
+	rep, err := guarded(r.reg, "repair", func() (check.RepairReport, error) { return r.repairAs(false) })
 	if rep.Path == "" {
 		rep.Path = r.Path()
 	}
 	return rep, err
 }
 
-func (r *Ring) repair() (check.RepairReport, error) {
+// repairAs repairs as this handle's entry, or, for a writable handle
+// without one (OpenRingForRepair, or an attach in progress), as the
+// table's repairer entry, on a copy of the handle (so that the handle's
+// own view of the table never changes under its other callers). park
+// parks the leases of dead entries that cannot be requeued for want of
+// room on the repairer entry, so that those entries can be freed: only an
+// attach that needs an entry does that.
+func (r *Ring) repairAs(park bool) (check.RepairReport, error) {
+	if r.tab.Self != 0 {
+		return r.repair(false)
+	}
+	if r.reg.ReadOnly() {
+		return check.RepairReport{Path: r.Path()}, ErrNotAttached
+	}
+	rr := *r
+	var rep check.RepairReport
+	err := rr.tab.AsRepairer(func() error {
+		var err error
+		rep, err = rr.repair(park)
+		return err
+	})
+	return rep, err
+}
+
+func (r *Ring) repair(park bool) (check.RepairReport, error) {
 	rep := check.RepairReport{Path: r.Path()}
 	if r.tab.Self == 0 {
 		return rep, ErrNotAttached
@@ -90,12 +114,25 @@ func (r *Ring) repair() (check.RepairReport, error) {
 	var peers []check.Peer
 	if anyDead {
 		peers = r.Peers()
+		// The repairer entry taken over from a dead holder reads as this
+		// handle: what that holder left in it is blamed on it (MarkDead's
+		// report), not on us.
+		for _, p := range reports {
+			if p.Index < len(peers) && peers[p.Index].Self {
+				peers[p.Index] = p
+			}
+		}
 	}
 	// 2. Repair every slot a dead participant owns. A message that found
 	// no room may find it after others were re-published in place (each
 	// moves the tail on), so passes repeat while they make progress.
-	keep := make([]bool, r.lay.Participants) // entries with deferred slots
-	var deferred []check.Finding             // this pass's deferrals
+	keep := make([]bool, r.tab.Len()) // entries with deferred slots
+	parkOn := uint16(0)               // the repairer entry's stamp, when parking
+	parked := false                   // a slot was parked on it (by any pass)
+	if park && r.tab.IsRepairer() {
+		parkOn = r.tab.Self
+	}
+	var deferred []check.Finding // this pass's deferrals
 	for pass := 0; anyDead; pass++ {
 		progress := false
 		deferred = deferred[:0]
@@ -129,6 +166,9 @@ func (r *Ring) repair() (check.RepairReport, error) {
 			case recoveredDeferred:
 				act = check.ActionDefer
 				keep[sw.Owner-1] = true
+				if parkOn != 0 && r.park(i, sw.Owner, parkOn) {
+					keep[sw.Owner-1], parked = false, true
+				}
 			}
 			if act == check.ActionNone {
 				continue
@@ -150,14 +190,46 @@ func (r *Ring) repair() (check.RepairReport, error) {
 	if len(deferred) > 0 {
 		r.deferred.Add(uint64(len(deferred)))
 	}
-	// 3. Free the entries no slot refers to any more.
+	// 3. Free the entries no slot refers to any more. The repairer entry
+	// keeps what was parked on it.
+	if parked {
+		keep[parkOn-1] = true
+	}
 	rep.Done = append(rep.Done, r.tab.FreedFindings(base, r.tab.FreeDead(dead, keep), reports)...)
 	if rep.Changed() {
 		r.repairs.Add(1)
-		r.wakeConsumers()
-		r.wakeProducers()
+	}
+	// Wake sleepers only when a slot or an entry changed. A repair that
+	// only re-defers the leases of entries already marked dead gives no
+	// sleeper anything; and a consumer whose own inline repair (when it
+	// finds the ring empty with leases deferred) woke it would spin,
+	// repairing again at once, thousands of times a second.
+	for _, f := range rep.Done {
+		if f.Action != check.ActionDefer {
+			r.wakeConsumers()
+			r.wakeProducers()
+			break
+		}
 	}
 	return rep, nil
+}
+
+// park moves the lease or read of dead owner in slot i to the repairer
+// entry (stamp to), changing nothing else in the word, so that the dead
+// owner's entry can be freed; the repairer entry, left marked dead, is
+// finished by a later repair once there is room. false when the slot no
+// longer names owner (another repair got it).
+func (r *Ring) park(i uint64, owner, to uint16) bool {
+	raw, sw, ok := r.stillHeld(i, owner)
+	for ok {
+		moved := sw
+		moved.Owner = to
+		if r.slotWord(i).CompareAndSwap(raw, moved.Pack()) {
+			return true
+		}
+		raw, sw, ok = r.stillHeld(i, owner) // producers burned past it: its lap moved
+	}
+	return false
 }
 
 // slotDone is a repair's finding for the action a it took on slot i,
@@ -212,6 +284,15 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 		// immediately deliverable, and deferred otherwise.
 		err := r.push(r.payload(i, sw.Length), sw.Deliveries)
 		if err == ErrFull {
+			// The failed push may have burned past this very lease (its
+			// lap moved on with the tail): judge the slot as it is now,
+			// or a re-publish in place that the tail now allows would be
+			// deferred, and a consumer's repair after a consumer's take
+			// (the head caught up with the tail) would defer it forever.
+			var ok bool
+			if raw, sw, ok = r.stillHeld(i, owner); !ok {
+				return recoveredNothing, nil
+			}
 			what, lost := r.recoverInPlace(i, raw, sw)
 			if !lost {
 				return what, nil
@@ -219,7 +300,6 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 			// Producers burned past the lease between our look at the
 			// tail and the CAS (a pop made room for them): there may be
 			// room for a copy now, or the tail is at the slot again.
-			var ok bool
 			if raw, sw, ok = r.stillHeld(i, owner); !ok {
 				return recoveredNothing, nil
 			}

@@ -212,3 +212,12 @@ func abs32(v int32) int32 {
 	}
 	return v
 }
+
+// ownerName names the entry owner (an index) whose status is p, as
+// findings do; p may be the zero Peer when the owner is not in the table.
+func ownerName(owner int, p check.Peer) string {
+	if p.Index != owner {
+		return fmt.Sprintf("participant %d", owner)
+	}
+	return p.Entry()
+}

@@ -244,7 +244,9 @@ type ringSet struct {
 }
 
 // openRings opens each --ring, a ring or a deque (told apart by the
-// kind in its header): read-only views, or attached handles (attach) for
+// kind in its header): read-only views, or writable handles without a
+// participant entry (attach: OpenRingForRepair, whose Repair runs as the
+// repairer entry, so a reap never needs a free entry) for
 // reap --apply, whose repair needs them. A file of another kind is
 // refused as unusable.
 func (e *env) openRings(names []string, attach bool) (*ringSet, error) {
@@ -279,7 +281,7 @@ func (e *env) openRing(name string, attach bool) (*ring, error) {
 		case layout.KindRing:
 			var r *transport.Ring
 			if attach {
-				r, err = transport.OpenRing(name, e.shmOpts()...)
+				r, err = transport.OpenRingForRepair(name, e.shmOpts()...)
 			} else {
 				r, err = transport.OpenRingReadOnly(name, e.shmOpts()...)
 			}
@@ -290,7 +292,7 @@ func (e *env) openRing(name string, attach bool) (*ring, error) {
 		case layout.KindDeque:
 			var d *transport.Deque
 			if attach {
-				d, err = transport.OpenDeque(name, e.shmOpts()...)
+				d, err = transport.OpenDequeForRepair(name, e.shmOpts()...)
 			} else {
 				d, err = transport.OpenDequeReadOnly(name, e.shmOpts()...)
 			}

@@ -15,12 +15,13 @@ import (
 func (e *env) checkCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "check",
-		Usage:     "health check for scripts and monitoring: exit 0 if every participant is alive and beating, 1 if not",
+		Usage:     "health check for scripts and monitoring: exit 0 if every participant is proven alive and beating, 1 if not",
 		UsageText: "hbdump check PATH [--stale D] [--format text|json|prometheus] [--ring R ...]",
-		Description: "Exits 0 when every registered participant is alive and has beaten within --stale,\n" +
-			"1 when any is stale, dead or in a corrupt slot, 3 when the file cannot be used. The\n" +
-			"text format prints one line per problem and a summary; prometheus prints gauges in\n" +
-			"the Prometheus text exposition format (for node_exporter's textfile collector).",
+		Description: "Exits 0 when every registered participant is alive (holds its entry lock) and has\n" +
+			"beaten within --stale, 1 when any is stale, unknown (neither proven alive nor dead), dead\n" +
+			"or in a corrupt slot, 3 when the file cannot be used. The text format prints one line per\n" +
+			"problem and a summary; prometheus prints gauges in the Prometheus text exposition format\n" +
+			"(for node_exporter's textfile collector).",
 		Flags: []cli.Flag{
 			staleFlag(),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, json (format hbdump.check/1) or prometheus"},
@@ -116,14 +117,14 @@ func writePrometheus(w io.Writer, v tableView, stale time.Duration) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
 	n := countOf(v.Parts, stale)
-	metric("shmkit_heartbeat_participants", "gauge", "Participant slots of the heartbeat table, by health (alive, stale, dead, free, corrupt).")
+	metric("shmkit_heartbeat_participants", "gauge", "Participant slots of the heartbeat table, by health (alive, stale, unknown, dead, free, corrupt).")
 	for _, s := range []struct {
 		name string
 		n    int
-	}{{hAlive, n.Alive}, {hStale, n.Stale}, {hDead, n.Dead}, {hFree, n.Free}, {hCorrupt, n.Corrupt}} {
+	}{{hAlive, n.Alive}, {hStale, n.Stale}, {hUnknown, n.Unknown}, {hDead, n.Dead}, {hFree, n.Free}, {hCorrupt, n.Corrupt}} {
 		fmt.Fprintf(&b, "shmkit_heartbeat_participants{%s,state=%q} %d\n", table, s.name, s.n)
 	}
-	metric("shmkit_heartbeat_healthy", "gauge", "1 when every registered participant is alive and beating, else 0.")
+	metric("shmkit_heartbeat_healthy", "gauge", "1 when every registered participant is proven alive and beating, else 0.")
 	fmt.Fprintf(&b, "shmkit_heartbeat_healthy{%s} %d\n", table, boolInt(n.problems() == 0))
 	metric("shmkit_heartbeat_slots", "gauge", "Participant slots in the table.")
 	fmt.Fprintf(&b, "shmkit_heartbeat_slots{%s} %d\n", table, v.Capacity)

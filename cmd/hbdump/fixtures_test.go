@@ -4,10 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
@@ -25,12 +28,19 @@ var update = flag.Bool("update", false, "rewrite testdata fixtures and golden fi
 type who int
 
 const (
-	whoNone      who = iota // keep what registration wrote (free slots)
-	whoSelf                 // the test process: alive
-	whoRecycled             // the test's pid with another start time: pid reused
-	whoOtherBoot            // the test process, recorded under another boot
-	whoDead                 // deadPID: a pid no process can have
+	whoNone        who = iota // keep what registration wrote (free slots)
+	whoSelf                   // the test process, holding the slot's entry lock: alive
+	whoRecycled               // the test's pid with another start time, no lock: pid reused
+	whoOtherBoot              // the test process, recorded under another boot, no lock
+	whoDead                   // deadPID: a pid no process can have, no lock
+	whoOtherNS                // pid 1 of another pid namespace (otherNS), holding the lock: alive
+	whoOtherNSDead            // pid 1 of another pid namespace, no lock: dead
+	whoUnknown                // the test process, no lock: undecided (a live pid without its lock)
 )
+
+// holdsLock reports whether the test holds the slot's entry lock while
+// hbdump runs (copyFixture takes it): the proof of life of its member.
+func (w who) holdsLock() bool { return w == whoSelf || w == whoOtherNS }
 
 const (
 	// deadPID is above any pid_max (at most 2^22): never a live process.
@@ -47,6 +57,12 @@ const (
 	foreignRing = 0x1234abcd5678ef00
 	// dequeRing in a leaseSpec names the jobs deque fixture.
 	dequeRing = 1
+	// otherNS is the pid namespace inode of whoOtherNS slots: not this
+	// one (patchForRun skips a run whose namespace has it).
+	otherNS = 4026500001
+	// otherNSStart is the start time of whoOtherNS slots (the same clock
+	// in every pid namespace).
+	otherNSStart = 340407
 )
 
 // fixedRegistered is the registration time written into every slot.
@@ -128,6 +144,15 @@ var fixtures = []fixture{
 		{label: "finishing", who: whoDead, state: layout.HBReclaiming, beatAgo: 5 * time.Minute},
 		{pristine: true},
 	}},
+	// Members of other pid namespaces (containers sharing /dev/shm): one
+	// alive, one dead; and an undecided one, a live pid without its lock.
+	{name: "namespaces.hb", capacity: 5, slots: []slotSpec{
+		{label: "host", who: whoSelf},
+		{label: "container", who: whoOtherNS, leases: []leaseSpec{{ring: foreignRing, slot: 4, lap: 2, deliveries: 1}}},
+		{label: "old-container", who: whoOtherNSDead, beatAgo: 10 * time.Minute},
+		{label: "exiting", who: whoUnknown, beatAgo: time.Minute},
+		{pristine: true},
+	}},
 	{name: "odd.hb", capacity: 3, slots: []slotSpec{
 		{label: "scribbled", who: whoSelf, state: 9},
 		{label: "\x1b[31mred\x1b[0m", who: whoSelf, leases: []leaseSpec{
@@ -156,7 +181,7 @@ var fixtures = []fixture{
 		return b
 	}},
 	{name: "geometry.hb", from: "healthy.hb", wantErr: layout.ErrGeometry, damage: func(b []byte) []byte {
-		binary.LittleEndian.PutUint32(b[layout.OffParam0:], 5) // 5 leases need bigger slots
+		binary.LittleEndian.PutUint32(b[layout.OffParam0:], 6) // 6 leases need bigger slots than 4
 		return resum(b)
 	}},
 	{name: "truncated.hb", from: "healthy.hb", wantErr: shm.ErrTruncated, damage: func(b []byte) []byte {
@@ -350,6 +375,7 @@ func saveWithDeadPeer(t *testing.T, path, fixture string, peer int) uint64 {
 	le.PutUint64(b[entry:], layout.PeerCtl{State: layout.PeerActive, PID: deadPID}.Pack())
 	le.PutUint64(b[entry+8:], deadStart)
 	le.PutUint64(b[entry+16:], 0)
+	le.PutUint64(b[entry+layout.PeerOffPidNS:], 0) // the generator's namespace means nothing where tests run
 	if err := os.WriteFile(filepath.Join("testdata", fixture), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -408,6 +434,7 @@ func generateTable(t *testing.T, dir string, f fixture, jobsID, dequeID uint64) 
 			exit.PID = exitPID
 			le.PutUint64(b[base+layout.HBSlotLastExit:], exit.Pack())
 		}
+		le.PutUint64(b[base+layout.HBSlotPidNS:], 0) // patchForRun writes the run's
 		if s.pristine || s.free {
 			continue
 		}
@@ -456,22 +483,27 @@ func slotLayout(t testing.TB, b []byte) tableLayout {
 }
 
 // copyFixture copies a fixture into dir with mode 0600 (shm refuses wider
-// modes; git checks files out 0644) and rewrites the slots that name the
-// test process, and every beat, for this run.
+// modes; git checks files out 0644), rewrites the slots that name the
+// test process, their pid namespaces and every beat for this run, and
+// holds the entry locks of the slots whose members are alive.
 func copyFixture(t testing.TB, dir, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var f fixture
 	if name != ringFixture && name != dequeFixture {
-		if f := fixtureNamed(t, name); f.damage == nil {
+		if f = fixtureNamed(t, name); f.damage == nil {
 			patchForRun(t, b, f)
 		}
 	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if len(f.slots) > 0 {
+		holdLocks(t, path, f)
 	}
 	return path
 }
@@ -490,6 +522,7 @@ func patchForRun(t testing.TB, b []byte, f fixture) {
 	le := binary.LittleEndian
 	self := selfID(t)
 	boot := shm.BootTag()
+	ns := shm.PidNamespace()
 	now := shm.MonoNow()
 	for i, s := range f.slots {
 		if s.pristine || s.free {
@@ -497,8 +530,8 @@ func patchForRun(t testing.TB, b []byte, f fixture) {
 		}
 		base := sl.slot(i)
 		ctl := layout.UnpackPeer(le.Uint64(b[base+layout.HBSlotCtl:]))
-		start := self.Start
-		slotBoot := boot
+		ctl.PID = uint32(self.PID)
+		start, slotBoot, slotNS := self.Start, boot, ns
 		switch s.who {
 		case whoRecycled:
 			start += recycledOffset
@@ -509,13 +542,42 @@ func patchForRun(t testing.TB, b []byte, f fixture) {
 			slotBoot = boot ^ 0x5a5a5a5a5a5a5a5a
 		case whoDead:
 			start, slotBoot, ctl.PID = deadStart, 0, deadPID
-		}
-		if s.who != whoDead {
-			ctl.PID = uint32(self.PID)
+		case whoOtherNS, whoOtherNSDead:
+			if ns == 0 || ns == otherNS {
+				t.Skipf("this process's pid namespace (%d) cannot be told from the fixture's other one", ns)
+			}
+			start, ctl.PID, slotNS = otherNSStart, 1, otherNS
 		}
 		le.PutUint64(b[base+layout.HBSlotCtl:], ctl.Pack())
 		le.PutUint64(b[base+layout.HBSlotStart:], start)
 		le.PutUint64(b[base+layout.HBSlotBoot:], slotBoot)
+		le.PutUint64(b[base+layout.HBSlotPidNS:], slotNS)
 		le.PutUint64(b[base+layout.HBSlotBeat:], uint64(max(now-int64(s.beatAgo), 1)))
+	}
+}
+
+// holdLocks takes, for the rest of the test, the entry locks of the slots
+// of fixture f at path whose members are alive (who.holdsLock): hbdump,
+// another process, sees them held, as it would a live member's.
+func holdLocks(t testing.TB, path string, f fixture) {
+	t.Helper()
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	hdr := make([]byte, layout.HeaderSize)
+	if _, err := file.ReadAt(hdr, 0); err != nil {
+		t.Fatal(err)
+	}
+	sl := slotLayout(t, hdr)
+	for i, s := range f.slots {
+		if s.pristine || s.free || !s.who.holdsLock() {
+			continue
+		}
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(sl.slot(i)), Len: int64(sl.slotSize)}
+		if err := unix.FcntlFlock(file.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+			t.Fatalf("lock slot %d of %s: %v", i, path, err)
+		}
 	}
 }

@@ -81,6 +81,21 @@ var goldenCases = []struct {
 		// The stale participant, alive, is untouched.
 		{"./stale.hb", "--all"},
 	}},
+	// Other pid namespaces and an undecided member: the live container
+	// member is alive (its lock is held) and named by its namespace; the
+	// dead one is reclaimed; the undecided one is shown as unknown, fails
+	// check, and reap never touches it.
+	{"namespaces.hb", [][]string{
+		{"./namespaces.hb"},
+		{"./namespaces.hb", "--json"},
+		{"check", "./namespaces.hb"},
+		{"check", "./namespaces.hb", "--format", "json"},
+		{"check", "./namespaces.hb", "--format", "prometheus"},
+		{"watch", "./namespaces.hb", "--count", "1", "--interval", "1ms"},
+		{"reap", "./namespaces.hb"},
+		{"reap", "./namespaces.hb", "--apply"},
+		{"./namespaces.hb", "--all"},
+	}},
 	{"odd.hb", [][]string{
 		{"./odd.hb", "--all"},
 		{"./odd.hb", "--json"},
@@ -188,7 +203,7 @@ func refreshBeats(t *testing.T, dir string) {
 		sl := slotLayout(t, hdr)
 		now := shm.MonoNow()
 		for i, s := range f.slots {
-			if s.who == whoSelf {
+			if s.who.holdsLock() {
 				beat := binary.LittleEndian.AppendUint64(nil, uint64(max(now-int64(s.beatAgo), 1)))
 				if _, err := file.WriteAt(beat, int64(sl.slot(i)+layout.HBSlotBeat)); err != nil {
 					t.Fatal(err)
@@ -237,6 +252,7 @@ var (
 	rePIDJSON    = regexp.MustCompile(`("pid": )(\d+)`)
 	rePIDText    = regexp.MustCompile(`(pid[ =]"?)(\d+)`)
 	reStart      = regexp.MustCompile(`("start_ticks": |\(start )(\d+)`)
+	rePidNS      = regexp.MustCompile(`("pid_ns": )(\d+)`)
 	reAgeJSON    = regexp.MustCompile(`("(?:beat_age|held)_seconds": )([0-9.e+-]+)`)
 	reAgeProm    = regexp.MustCompile(`(?m)^(shmkit_heartbeat_beat_age_seconds\{.*\}) \S+$`)
 	reAgeText    = regexp.MustCompile(`no beat for [0-9.]+[a-z]+(\d\d[a-z]+)?`)
@@ -246,6 +262,7 @@ var (
 func normalise(t testing.TB, s string) string {
 	self := selfID(t)
 	pid := strconv.Itoa(int(self.PID))
+	ns := strconv.FormatUint(shm.PidNamespace(), 10)
 	starts := map[string]string{
 		strconv.FormatUint(self.Start, 10):                "$START",
 		strconv.FormatUint(self.Start+recycledOffset, 10): "$WRONGSTART",
@@ -267,6 +284,12 @@ func normalise(t testing.TB, s string) string {
 		s = sub(rePIDText, s, func(p, v string) string {
 			if v == pid {
 				return p + "$PID"
+			}
+			return p + v
+		})
+		s = sub(rePidNS, s, func(p, v string) string {
+			if v == ns {
+				return p + "$PIDNS"
 			}
 			return p + v
 		})

@@ -25,8 +25,9 @@ func (e *env) reapCommand() *cli.Command {
 			"each --ring (a ring or a deque) is repaired, which requeues every lease of a dead\n" +
 			"participant of that file, and each dead participant whose leases are all in files given\n" +
 			"here is freed; one holding a lease in a file not given is kept (reclaiming) and reported.\n" +
-			"Live participants, stale or not, are never touched. Exit 0 when every dead participant\n" +
-			"was reclaimed, 1 otherwise.",
+			"Dead means proven dead: its entry lock is released (in whatever pid namespace it ran).\n" +
+			"Live participants, stale or not, and unknown ones (neither proven alive nor dead) are\n" +
+			"never touched. Exit 0 when every dead participant was reclaimed, 1 otherwise.",
 		Flags: []cli.Flag{
 			ringFlag("a ring or deque the participants lease from: dead participants' leases are requeued into it (repeatable)"),
 			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
@@ -297,6 +298,9 @@ func writeReapText(w io.Writer, apply bool, n counts, actions []reapAction, outc
 		}
 	}
 	left := fmt.Sprintf("%d alive and %d stale left alone", n.Alive, n.Stale)
+	if n.Unknown > 0 {
+		left = fmt.Sprintf("%d alive, %d stale and %d unknown left alone", n.Alive, n.Stale, n.Unknown)
+	}
 	if n.Corrupt > 0 {
 		left += fmt.Sprintf(", %d corrupt slot(s) left alone", n.Corrupt)
 	}

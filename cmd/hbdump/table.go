@@ -17,11 +17,13 @@ import (
 	"github.com/shmkit/shmkit/shm"
 )
 
-// Participant health as hbdump shows it: the library's four, plus corrupt
-// for a slot state the format does not define.
+// Participant health as hbdump shows it: the library's (heartbeat's
+// Participant.Health), plus corrupt for a slot state the format does not
+// define.
 const (
 	hAlive   = "alive"
 	hStale   = "stale"
+	hUnknown = "unknown" // undecided: treated as alive, never reaped
 	hDead    = "dead"
 	hFree    = "free"
 	hCorrupt = "corrupt"
@@ -32,7 +34,7 @@ const (
 type row struct {
 	P      heartbeat.Participant
 	Health string
-	Reason string // why dead, stale or corrupt; notes on the others
+	Reason string // why dead, unknown, stale or corrupt; notes on the others
 }
 
 // newRow classifies a snapshot with the stale threshold.
@@ -55,31 +57,49 @@ func newRow(p heartbeat.Participant, stale time.Duration) row {
 		case "reclaiming":
 			r.Reason = "reclaim unfinished; " + r.Reason
 		case "claiming":
-			r.Reason = "died registering; " + strings.TrimPrefix(r.Reason, "being registered; ")
+			r.Reason = "died registering; " + r.Reason
 		}
+	case hUnknown:
+		// The verdict could not decide: its evidence, as the library says it.
+		r.Reason = p.Verdict.Reason
 	case hStale:
 		r.Reason = "no beat for " + age(p.BeatAge)
 	case hAlive:
-		switch {
-		case p.Verdict.State == 0 && p.Verdict.Reason != "":
-			r.Reason = p.Verdict.Reason // liveness unknown: counted as alive
-		case p.State == "claiming":
+		if p.State == "claiming" {
 			r.Reason = "being registered"
 		}
+	}
+	if ns := namespaceText(p); ns != "" && r.Health != hFree && r.Health != hDead {
+		// A dead holder's evidence already names its namespace.
+		r.Reason = joinReason(r.Reason, ns)
 	}
 	return r
 }
 
-func deathText(reason string) string {
-	switch reason {
-	case "gone":
-		return "pid gone"
-	case "zombie":
-		return "zombie: exited, not reaped"
-	case "pid reused":
-		return "pid reused by another process"
+// namespaceText is "pid 1 in another pid namespace (pid:[N])" for a
+// participant that registered in another pid namespace than hbdump's: the
+// pid it recorded (the PID column) means another process here.
+func namespaceText(p heartbeat.Participant) string {
+	if !p.OtherNamespace() {
+		return ""
 	}
-	return reason
+	return p.Where()
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// deathText words the evidence of a death (the library's verdict reason).
+func deathText(reason string) string {
+	r := strings.NewReplacer(
+		"pid pid reused", "pid reused by another process",
+		"pid zombie", "pid a zombie (exited, not reaped)",
+	)
+	return r.Replace(reason)
 }
 
 func exitReasonName(r uint8) string {
@@ -116,6 +136,7 @@ func rowsOf(parts []heartbeat.Participant, stale time.Duration, all bool) []row 
 type counts struct {
 	Alive   int `json:"alive"`
 	Stale   int `json:"stale"`
+	Unknown int `json:"unknown"`
 	Dead    int `json:"dead"`
 	Free    int `json:"free"`
 	Corrupt int `json:"corrupt"`
@@ -129,6 +150,8 @@ func countOf(parts []heartbeat.Participant, stale time.Duration) counts {
 			c.Alive++
 		case hStale:
 			c.Stale++
+		case hUnknown:
+			c.Unknown++
 		case hDead:
 			c.Dead++
 		case hFree:
@@ -140,11 +163,15 @@ func countOf(parts []heartbeat.Participant, stale time.Duration) counts {
 	return c
 }
 
-// problems is how many participants are not alive and beating.
-func (c counts) problems() int { return c.Stale + c.Dead + c.Corrupt }
+// problems is how many participants are not proven alive and beating.
+func (c counts) problems() int { return c.Stale + c.Unknown + c.Dead + c.Corrupt }
 
 func (c counts) String() string {
-	s := fmt.Sprintf("%d alive, %d stale, %d dead, %d free", c.Alive, c.Stale, c.Dead, c.Free)
+	s := fmt.Sprintf("%d alive, %d stale, ", c.Alive, c.Stale)
+	if c.Unknown > 0 {
+		s += fmt.Sprintf("%d unknown, ", c.Unknown)
+	}
+	s += fmt.Sprintf("%d dead, %d free", c.Dead, c.Free)
 	if c.Corrupt > 0 {
 		s += fmt.Sprintf(", %d corrupt", c.Corrupt)
 	}
@@ -158,10 +185,10 @@ func staleText(stale time.Duration) string {
 	return "stale after " + stale.String()
 }
 
-// sortUnhealthyFirst orders rows dead and corrupt first, then stale, then
-// alive, then free; by slot within each.
+// sortUnhealthyFirst orders rows dead and corrupt first, then unknown and
+// stale, then alive, then free; by slot within each.
 func sortUnhealthyFirst(rows []row) {
-	rank := map[string]int{hCorrupt: 0, hDead: 0, hStale: 1, hAlive: 2, hFree: 3}
+	rank := map[string]int{hCorrupt: 0, hDead: 0, hUnknown: 1, hStale: 1, hAlive: 2, hFree: 3}
 	sort.SliceStable(rows, func(i, j int) bool {
 		if a, b := rank[rows[i].Health], rank[rows[j].Health]; a != b {
 			return a < b
@@ -194,7 +221,7 @@ func healthColour(h string) string {
 	switch h {
 	case hAlive:
 		return cliutil.Green
-	case hStale:
+	case hStale, hUnknown:
 		return cliutil.Yellow
 	case hDead, hCorrupt:
 		return cliutil.Red
@@ -273,12 +300,15 @@ func startedText(r row) string {
 }
 
 // startTime is the wall-clock start of the participant's process: boot
-// time plus its start ticks (USER_HZ, 100 a second on Linux). Unknown for
-// a start of 0, a record from an earlier boot, or when /proc/stat has no
-// btime.
+// time plus its start ticks (USER_HZ, 100 a second on Linux; the same
+// clock in every pid namespace). Unknown for a start of 0, a record from
+// an earlier boot, or when /proc/stat has no btime.
 func startTime(p heartbeat.Participant) (time.Time, bool) {
 	boot, ok := bootTime()
-	if !ok || p.ID.Start == 0 || p.Verdict.Reason == "recorded in an earlier boot" || p.ID.Start > 1<<39 {
+	if here := shm.BootTag(); p.Boot != 0 && here != 0 && p.Boot != here {
+		return time.Time{}, false // ticks since another boot
+	}
+	if !ok || p.ID.Start == 0 || p.ID.Start > 1<<39 {
 		return time.Time{}, false
 	}
 	return boot.Add(time.Duration(p.ID.Start) * (time.Second / userHZ)), true
@@ -327,6 +357,9 @@ type jsonParticipant struct {
 	SlotState      string      `json:"slot_state"`
 	Generation     uint32      `json:"generation"`
 	PID            int32       `json:"pid"`
+	PidNamespace   uint64      `json:"pid_ns,omitempty"`          // inode of the pid namespace it registered in (0: unknown)
+	OtherNamespace bool        `json:"other_namespace,omitempty"` // registered in another pid namespace than hbdump's: pid means another process here
+	Lock           string      `json:"lock,omitempty"`            // its entry lock, the proof of life: held, released or unknown
 	StartTicks     uint64      `json:"start_ticks"`
 	StartTime      string      `json:"start_time,omitempty"`
 	Label          string      `json:"label"`
@@ -371,6 +404,11 @@ func participantJSON(r row, rings *ringSet) jsonParticipant {
 		Reason: r.Reason, Leases: leasesJSON(p.Leases, rings), LeasesUnstable: p.Unstable}
 	if r.Health == hFree {
 		j.BeatAge = 0
+	} else {
+		j.PidNamespace, j.OtherNamespace = p.PidNS, p.OtherNamespace()
+		if r.Health != hCorrupt {
+			j.Lock = p.Verdict.Lock.String()
+		}
 	}
 	if t, ok := startTime(p); ok {
 		j.StartTime = t.UTC().Format(time.RFC3339)

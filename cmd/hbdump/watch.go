@@ -18,10 +18,11 @@ func (e *env) watchCommand() *cli.Command {
 		Usage:     "a live view of the table, unhealthy participants first",
 		UsageText: "hbdump watch PATH [--interval D] [--stale D] [--ring R ...] [--count N]",
 		Description: "Redraws the participant table every --interval: in place on a terminal, with states\n" +
-			"coloured; as successive plain frames otherwise. Dead and corrupt first, then stale, then\n" +
-			"alive; free slots are not listed. CHANGE marks participants that appeared (+new), died\n" +
-			"(!died) or left (-left: unregistered or reclaimed) since the previous frame. The footer\n" +
-			"has the totals. The table is mapped read-only: watching never writes it or takes a lock.\n" +
+			"coloured; as successive plain frames otherwise. Dead and corrupt first, then unknown and\n" +
+			"stale, then alive; free slots are not listed. CHANGE marks participants that appeared\n" +
+			"(+new), died (!died) or left (-left: unregistered or reclaimed) since the previous frame.\n" +
+			"The footer has the totals. The table is mapped read-only: watching never writes it or\n" +
+			"takes a lock.\n" +
 			"Ctrl-C exits 0.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
@@ -171,9 +172,13 @@ func renderWatch(prev watchState, v tableView, o watchOptions) (string, watchSta
 	health := []string{
 		cliutil.Colour(o.Colour && n.Alive > 0, cliutil.Green, fmt.Sprintf("%d alive", n.Alive)),
 		cliutil.Colour(o.Colour && n.Stale > 0, cliutil.Yellow, fmt.Sprintf("%d stale", n.Stale)),
-		cliutil.Colour(o.Colour && n.Dead > 0, cliutil.Red, fmt.Sprintf("%d dead", n.Dead)),
-		fmt.Sprintf("%d free", n.Free),
 	}
+	if n.Unknown > 0 {
+		health = append(health, cliutil.Colour(o.Colour, cliutil.Yellow, fmt.Sprintf("%d unknown", n.Unknown)))
+	}
+	health = append(health,
+		cliutil.Colour(o.Colour && n.Dead > 0, cliutil.Red, fmt.Sprintf("%d dead", n.Dead)),
+		fmt.Sprintf("%d free", n.Free))
 	if n.Corrupt > 0 {
 		health = append(health, cliutil.Colour(o.Colour, cliutil.Red, fmt.Sprintf("%d corrupt", n.Corrupt)))
 	}

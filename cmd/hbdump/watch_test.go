@@ -25,11 +25,12 @@ import (
 // depends on the machine's boot time).
 func alive(slot int, pid int32, label string, beat time.Duration) heartbeat.Participant {
 	return heartbeat.Participant{Slot: slot, State: "active", ID: shm.ProcessID{PID: pid}, Label: label, BeatAge: beat,
-		Verdict: shm.Verdict{State: shm.ProcAlive, Reason: "alive"}}
+		Verdict: shm.Verdict{Lock: shm.LockHeld, Reason: "holds its entry lock"}}
 }
 
-func dead(p heartbeat.Participant, reason string) heartbeat.Participant {
-	p.Verdict = shm.Verdict{State: shm.ProcGone, Dead: true, Reason: reason}
+// dead is p proven dead, with the pid witness's state st.
+func dead(p heartbeat.Participant, st shm.ProcState) heartbeat.Participant {
+	p.Verdict = shm.Verdict{Lock: shm.LockReleased, State: st, Dead: true, Reason: "entry lock released, pid " + st.String()}
 	return p
 }
 
@@ -54,18 +55,18 @@ func TestWatchRendererFrames(t *testing.T) {
 	frames := []tableView{
 		frameView(alive(0, 100, "worker-a", 100*time.Millisecond), withLease, free(2, layout.LastExit{}), free(3, layout.LastExit{})),
 		// worker-b dies holding its lease; worker-c registers.
-		frameView(alive(0, 100, "worker-a", 200*time.Millisecond), dead(withLease, "gone"), alive(2, 102, "worker-c", 0), free(3, layout.LastExit{})),
+		frameView(alive(0, 100, "worker-a", 200*time.Millisecond), dead(withLease, shm.ProcGone), alive(2, 102, "worker-c", 0), free(3, layout.LastExit{})),
 		// worker-a unregisters; worker-b is reclaimed; worker-c goes stale; slot 3 is
 		// taken and lost to a pid reuse between two frames (new and dead at once).
 		frameView(free(0, layout.LastExit{PID: 100, Reason: layout.ExitUnregistered}),
 			free(1, layout.LastExit{PID: 101, Reason: layout.ExitReclaimed}),
 			alive(2, 102, "worker-c", 7*time.Second),
-			dead(alive(3, 103, "flash", 0), "pid reused")),
+			dead(alive(3, 103, "flash", 0), shm.ProcReused)),
 		// Nothing changes.
 		frameView(free(0, layout.LastExit{PID: 100, Reason: layout.ExitUnregistered}),
 			free(1, layout.LastExit{PID: 101, Reason: layout.ExitReclaimed}),
 			alive(2, 102, "worker-c", 8*time.Second),
-			dead(alive(3, 103, "flash", 0), "pid reused")),
+			dead(alive(3, 103, "flash", 0), shm.ProcReused)),
 	}
 	var state watchState
 	var b strings.Builder
@@ -88,7 +89,7 @@ func TestWatchRendererFrames(t *testing.T) {
 
 func TestWatchRendererColours(t *testing.T) {
 	opts := watchOptions{Stale: time.Second, Interval: time.Second, Colour: true}
-	out, _ := renderWatch(watchState{}, frameView(alive(0, 1, "a", 0), alive(1, 2, "b", time.Minute), dead(alive(2, 3, "c", 0), "gone")), opts)
+	out, _ := renderWatch(watchState{}, frameView(alive(0, 1, "a", 0), alive(1, 2, "b", time.Minute), dead(alive(2, 3, "c", 0), shm.ProcGone)), opts)
 	for _, want := range []string{"\x1b[32malive\x1b[0m", "\x1b[33mstale\x1b[0m", "\x1b[31mdead\x1b[0m"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)

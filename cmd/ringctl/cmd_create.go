@@ -48,7 +48,7 @@ func createCommand() *cli.Command {
 		"",
 		&cli.Uint64Flag{Name: "capacity", Usage: "slots, a power of two from 2 to 16777216 (required)"},
 		&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "bytes per slot, a multiple of 64; a message holds 8 bytes less"},
-		&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: "size of the participant table, 1 to 1023"},
+		&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: fmt.Sprintf("size of the participant table, 1 to %d (the table has one more entry, the repairer's)", layout.RingMaxParticipants)},
 		&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
 		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"})
 }

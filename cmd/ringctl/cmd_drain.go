@@ -385,7 +385,13 @@ func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
 	if err != nil {
 		return nil, fileErr(hb, err)
 	}
-	m, err := t.Register(hbLabel)
+	// A table full of dead drainers' slots recovers itself: the leases
+	// they recorded are in this queue, which Register repairs first.
+	var queues []heartbeat.Repairable
+	if rq, ok := d.q.(heartbeat.Repairable); ok {
+		queues = append(queues, rq)
+	}
+	m, err := t.Register(hbLabel, queues...)
 	if err != nil {
 		t.Close()
 		return nil, fileErr(hb, err)

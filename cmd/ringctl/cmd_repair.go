@@ -25,6 +25,8 @@ type repairReport struct {
 	Plan      []findingJSON `json:"plan"`      // every finding of the file's Check, then the heartbeat table's members
 	Backup    string        `json:"backup,omitempty"`
 	Result    *repairResult `json:"result,omitempty"`
+
+	participants uint64 // the table's size (check.Report.Participants): entry participants is the repairer entry
 }
 
 // repairResult is what an applied repair did.
@@ -39,11 +41,14 @@ type repairResult struct {
 }
 
 type deadJSON struct {
-	Index  int    `json:"index"`
-	PID    int32  `json:"pid"`
-	Start  uint64 `json:"start_ticks"`
-	Label  string `json:"label,omitempty"`
-	Reason string `json:"reason"`
+	Index          int    `json:"index"`
+	Repairer       bool   `json:"repairer,omitempty"` // the table's repairer entry (participants only)
+	PID            int32  `json:"pid"`
+	Start          uint64 `json:"start_ticks"`
+	PidNS          uint64 `json:"pid_ns,omitempty"`          // the holder's pid namespace inode, when recorded
+	OtherNamespace bool   `json:"other_namespace,omitempty"` // recorded in another pid namespace: pid names another process here
+	Label          string `json:"label,omitempty"`
+	Reason         string `json:"reason"`
 }
 
 // repairDone is what one kind's Repair reported, in the rows repair
@@ -64,12 +69,22 @@ type repairCount struct {
 	n      int
 }
 
+// markRepairer marks the actions taken for the repairer entry of a
+// table of participants entries (findingsJSON's Repairer).
+func (res *repairResult) markRepairer(participants uint64) {
+	for i := range res.Done {
+		f := &res.Done[i]
+		f.Repairer = f.Owner >= 0 && uint64(f.Owner) == participants && participants > 0
+	}
+}
+
 // newRepairResult renders what a repair did; notDone says what it could not do.
 func newRepairResult(d repairDone, notDone []string) *repairResult {
-	res := &repairResult{DeadParticipants: []deadJSON{}, Counts: map[string]int{}, Done: findingsJSON(d.done),
+	res := &repairResult{DeadParticipants: []deadJSON{}, Counts: map[string]int{}, Done: findingsJSON(d.done, 0),
 		Corrupt: d.corrupt, Reclaimed: []deadJSON{}, Problems: append([]string{}, notDone...), done: d}
 	for _, p := range d.dead {
-		res.DeadParticipants = append(res.DeadParticipants, deadJSON{Index: p.Index, PID: p.ID.PID, Start: p.ID.Start, Reason: p.Reason})
+		res.DeadParticipants = append(res.DeadParticipants, deadJSON{Index: p.Index, Repairer: p.Repairer, PID: p.ID.PID, Start: p.ID.Start,
+			PidNS: p.PidNS, OtherNamespace: p.OtherNS, Reason: p.Reason})
 	}
 	for _, n := range d.counts {
 		res.Counts[string(n.action)] = n.n
@@ -107,6 +122,7 @@ func runRepair(c *cli.Context, path string) error {
 		if rep.Result, err = k.apply(c, path, hbPath); err != nil {
 			return err
 		}
+		rep.Result.markRepairer(rep.participants)
 	}
 	if err := output(c, rep); err != nil {
 		return err
@@ -142,7 +158,8 @@ func planRepair(c *cli.Context, k *kind, path, hbPath string) (repairReport, err
 	}
 	if err := guard(path, func() error {
 		cr := v.Check()
-		rep.Plan = findingsJSON(cr.Findings)
+		rep.Plan = findingsJSON(cr.Findings, cr.Participants)
+		rep.participants = cr.Participants
 		return cr.Fault
 	}); err != nil {
 		return rep, fileErr(path, err)
@@ -165,14 +182,19 @@ func memberPlan(wr heartbeat.WatchReport) []findingJSON {
 	out := []findingJSON{}
 	for _, d := range wr.Decisions {
 		p := d.Participant
+		who := p.ID.String()
+		if p.Verdict.OtherNS {
+			who = fmt.Sprintf("pid %d in another pid namespace (%s)", p.ID.PID, shm.PidNamespaceName(p.PidNS))
+		}
+		why := p.Verdict.Reason
 		f := findingJSON{Kind: "dead_member", Location: fmt.Sprintf("heartbeat.slot[%d]", p.Slot), Owner: -1, PID: p.ID.PID,
 			Verdict: p.Verdict.Reason, Action: "reclaim",
-			Detail: fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
-				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, plural(len(p.Leases), "lease", "leases"))}
+			Detail: fmt.Sprintf("%s member %q, %s, proven dead (%s), %s recorded: freed once the ring repair has requeued what it held",
+				p.State, p.Label, who, why, plural(len(p.Leases), "lease", "leases"))}
 		if d.Action == heartbeat.ActionKeep {
 			f.Action = string(check.ActionNone)
-			f.Detail = fmt.Sprintf("%s member %q, pid %d (start %d), proven dead (%s): kept, a lease is in ring %016x, which a watchdog given that ring reclaims",
-				p.State, p.Label, p.ID.PID, p.ID.Start, p.Verdict.Reason, d.Queue)
+			f.Detail = fmt.Sprintf("%s member %q, %s, proven dead (%s): kept, a lease is in ring %016x, which a watchdog given that ring reclaims",
+				p.State, p.Label, who, why, d.Queue)
 		}
 		out = append(out, f)
 	}
@@ -208,8 +230,9 @@ func repairOnce[R any](path string, repair func() (R, error)) (R, []string, erro
 	return rr, nil, fileErr(path, err)
 }
 
-// repairWith makes the apply of a kind without a heartbeat table: attach
-// with open, run the handle's Repair, render what it did with rows.
+// repairWith makes the apply of a kind without a heartbeat table: open
+// for repair with open (no participant entry: the kind's ...ForRepair),
+// run the handle's Repair, render what it did with rows.
 func repairWith[H io.Closer, R any](open func(string, ...shm.Option) (H, error), repair func(H) (R, error), rows func(R) repairDone) func(*cli.Context, string, string) (*repairResult, error) {
 	return func(c *cli.Context, path, _ string) (*repairResult, error) {
 		h, err := openWith(c, path, open)
@@ -306,11 +329,14 @@ func (res *repairResult) write(w io.Writer, heartbeat bool) error {
 func repairCommand() *cli.Command {
 	return command("repair", "recover what dead processes left in a ring, deque or hash map (dry run unless --apply)", "PATH [--heartbeat HB] [--apply [--backup FILE | --no-backup]] [--json]", runRepair,
 		`Lists every problem the file's own Check finds and exactly what a repair does about each
-(an owner counts as dead only on proof: pid and start time, or another boot; never a
-timeout); without --apply nothing is changed, and the exit status is 1 when there is something
-to repair. With --apply the file is first copied to a backup (PATH.bak-<UTC time>-<random>
-unless --backup or --no-backup; an existing file or symlink is never written through), then the file's own Repair
-runs and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
+(an owner counts as dead only on proof: its entry lock released, in any pid namespace, with
+pid and start time agreeing where they can be asked, or another boot; never a timeout; one
+whose liveness cannot be decided is left alone); without --apply nothing is changed, and the
+exit status is 1 when there is something to repair. With --apply the file is first copied to
+a backup (PATH.bak-<UTC time>-<random> unless --backup or --no-backup; an existing file or
+symlink is never written through), then the file's own Repair runs, without a participant
+entry of its own (as the table's repairer entry: a table full of dead entries does not stop
+it), and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
 slots of dead members once their leases are back in the ring (rings only). A deque whose
 owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
 live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,

@@ -20,8 +20,8 @@ type verifyReport struct {
 }
 
 type verifyChecked struct {
-	Slots        uint64 `json:"slots"` // slots or buckets
-	Participants uint64 `json:"participants"`
+	Slots        uint64 `json:"slots"`        // slots or buckets
+	Participants uint64 `json:"participants"` // the table's size; its repairer entry is checked too
 }
 
 func runVerify(c *cli.Context, path string) error {
@@ -38,7 +38,7 @@ func runVerify(c *cli.Context, path string) error {
 		return fileErr(path, err)
 	}
 	rep := verifyReport{Path: path, Clean: cr.Clean(), Checked: verifyChecked{Slots: cr.Units, Participants: cr.Participants},
-		Problems: findingsJSON(cr.Findings), checked: k.checked}
+		Problems: findingsJSON(cr.Findings, cr.Participants), checked: k.checked}
 	if err := output(c, rep); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 var errEnough = errors.New("enough frames")
@@ -88,6 +89,55 @@ type watchCol struct{ name, val string }
 
 func num(name string, v uint64) watchCol { return watchCol{name, strconv.FormatUint(v, 10)} }
 
+// peerCounts is what a frame shows of the participant table: the
+// participant entries in use by live processes, proven dead, and of
+// unknown liveness (treated as alive, never repaired), and the repairer
+// entry's state: free, repairing (a live repair without an entry of its
+// own), dead (a repair died: the next one finishes its work) or unknown.
+type peerCounts struct {
+	Alive, Dead, Unknown int
+	Repairer             string
+}
+
+// countPeers counts a scan's participant table (check.Peer, every entry).
+func countPeers(peers []check.Peer) peerCounts {
+	n := peerCounts{Repairer: "free"}
+	for _, p := range peers {
+		var class string
+		switch {
+		case p.State == "free":
+			continue
+		case p.Dead:
+			class = "dead"
+		case p.Unknown:
+			class = "unknown"
+		default:
+			class = "alive"
+		}
+		if p.Repairer {
+			if class == "alive" {
+				class = "repairing"
+			}
+			n.Repairer = class
+			continue
+		}
+		switch class {
+		case "dead":
+			n.Dead++
+		case "unknown":
+			n.Unknown++
+		default:
+			n.Alive++
+		}
+	}
+	return n
+}
+
+// cols are the frame's columns for the participant table.
+func (n peerCounts) cols() []watchCol {
+	return []watchCol{num("alive", uint64(n.Alive)), num("dead", uint64(n.Dead)), num("unknown", uint64(n.Unknown)), {"repairer", n.Repairer}}
+}
+
 // renderFrame draws one frame: on a terminal a title and a table, else
 // one line "TIME name=value ...".
 func renderFrame(path string, interval time.Duration, at time.Time, tty bool, cols []watchCol) string {
@@ -112,10 +162,13 @@ func renderFrame(path string, interval time.Duration, at time.Time, tty bool, co
 func watchCommand() *cli.Command {
 	return command("watch", "a live view of a ring's or deque's depth, rates, leases and orphans (read-only)", "PATH [--interval D] [--count N]", runWatch,
 		`Redrawn in place on a terminal; one plain line per interval otherwise:
-  TIME depth=D/CAPACITY push/s=R pop/s=R leased=N orphaned=N full_hits=N empty_hits=N
+  TIME depth=D/CAPACITY push/s=R pop/s=R leased=N orphaned=N full_hits=N empty_hits=N PEERS
 pop/s counts messages consumed: pops plus acked leases. For a deque:
-  TIME len=L/CAPACITY top=T bottom=B push/s=R take/s=R leased=N returned=N orphaned=N owner=O full_hits=N empty_hits=N
+  TIME len=L/CAPACITY top=T bottom=B push/s=R take/s=R leased=N returned=N orphaned=N owner=O full_hits=N empty_hits=N PEERS
 take/s counts owner pops, steals and acked leases; O is alive, dead or none.
+PEERS is alive=N dead=N unknown=N repairer=S: the participant entries of live processes,
+of processes proven dead, and of undecided liveness (left alone), and the repairer entry's
+state S (free, repairing, dead or unknown).
 Rates are "-" in the first frame.
 Ctrl-C ends it (exit 0).`,
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},

@@ -164,7 +164,8 @@ func TestDrainFollowInterrupt(t *testing.T) {
 	// While it waits, inspect shows it attached and alive.
 	waitFor(t, func() bool {
 		p := inspectJSON(t, path).Participants
-		return len(p) == 1 && p[0].Alive && p[0].PID == int32(cmd.Process.Pid) && p[0].State == "active"
+		return len(p) == 1 && p[0].Alive && p[0].PID == int32(cmd.Process.Pid) && p[0].State == "active" &&
+			p[0].Lock == "held" && !p[0].Unknown && !p[0].Repairer && !p[0].OtherNamespace && p[0].Index == 0
 	})
 	run(t, "", "push", path, "--seq", "1:3")
 	waitFor(t, func() bool { return inspectJSON(t, path).Counters.Acked == 3 })
@@ -264,7 +265,7 @@ func TestWatchFrames(t *testing.T) {
 	path := newRing(t, 8)
 	run(t, "", "push", path, "--seq", "1:3")
 	r := run(t, "", "watch", path, "--interval", "20ms", "--count", "3")
-	line := `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ depth=3/8 push/s=%s pop/s=%s leased=0 orphaned=0 full_hits=0 empty_hits=0$`
+	line := `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ depth=3/8 push/s=%s pop/s=%s leased=0 orphaned=0 full_hits=0 empty_hits=0 alive=0 dead=0 unknown=0 repairer=free$`
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if r.code != 0 || len(lines) != 3 || !regexp.MustCompile(fmt.Sprintf(line, "-", "-")).MatchString(lines[0]) ||
 		!regexp.MustCompile(fmt.Sprintf(line, `0\.0`, `0\.0`)).MatchString(lines[2]) {
@@ -275,13 +276,13 @@ func TestWatchFrames(t *testing.T) {
 
 func TestRenderWatch(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	prev := watchSample{At: t0, Counters: transport.Counters{Head: 10, Tail: 12, Pushed: 12, Popped: 4, Acked: 6, FullHits: 1}}
-	cur := watchSample{At: t0.Add(2 * time.Second), Leased: 2, Orphaned: 1,
+	prev := watchSample{At: t0, Counters: transport.Counters{Head: 10, Tail: 12, Pushed: 12, Popped: 4, Acked: 6, FullHits: 1}, Peers: peerCounts{Repairer: "free"}}
+	cur := watchSample{At: t0.Add(2 * time.Second), Leased: 2, Orphaned: 1, Peers: peerCounts{Alive: 2, Dead: 1, Unknown: 1, Repairer: "repairing"},
 		Counters: transport.Counters{Head: 20, Tail: 25, Pushed: 25, Popped: 8, Acked: 12, FullHits: 3, EmptyHits: 7}}
-	if got := renderWatch("/dev/shm/x", 64, time.Second, nil, prev, false); got != "2026-01-02T03:04:05Z depth=2/64 push/s=- pop/s=- leased=0 orphaned=0 full_hits=1 empty_hits=0\n" {
+	if got := renderWatch("/dev/shm/x", 64, time.Second, nil, prev, false); got != "2026-01-02T03:04:05Z depth=2/64 push/s=- pop/s=- leased=0 orphaned=0 full_hits=1 empty_hits=0 alive=0 dead=0 unknown=0 repairer=free\n" {
 		t.Fatalf("%q", got)
 	}
-	if got := renderWatch("/dev/shm/x", 64, time.Second, &prev, cur, false); got != "2026-01-02T03:04:07Z depth=5/64 push/s=6.5 pop/s=5.0 leased=2 orphaned=1 full_hits=3 empty_hits=7\n" {
+	if got := renderWatch("/dev/shm/x", 64, time.Second, &prev, cur, false); got != "2026-01-02T03:04:07Z depth=5/64 push/s=6.5 pop/s=5.0 leased=2 orphaned=1 full_hits=3 empty_hits=7 alive=2 dead=1 unknown=1 repairer=repairing\n" {
 		t.Fatalf("%q", got)
 	}
 	got := renderWatch("/dev/shm/x", 64, time.Second, &prev, cur, true)

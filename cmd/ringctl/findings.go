@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/transport/check"
@@ -22,16 +23,20 @@ type findingJSON struct {
 	PID      int32   `json:"pid,omitempty"`      // the owner's pid
 	Dead     *bool   `json:"dead,omitempty"`     // the owner is proven dead (absent without an owner)
 	Verdict  string  `json:"verdict,omitempty"`  // why the owner is judged dead or alive
+	Repairer bool    `json:"repairer,omitempty"` // the owner is the table's repairer entry (owner = participants)
 	Action   string  `json:"action"`
 	Detail   string  `json:"detail"`
 }
 
-// findingsJSON renders a library's findings, in its order.
-func findingsJSON(fs []check.Finding) []findingJSON {
+// findingsJSON renders a library's findings, in its order. participants
+// is the size of the file's participant table (check.Report.Participants):
+// entry number participants is the repairer entry.
+func findingsJSON(fs []check.Finding, participants uint64) []findingJSON {
 	out := []findingJSON{}
 	for _, f := range fs {
 		fj := findingJSON{Kind: string(f.Problem), Location: f.Location, Offset: f.Offset, Owner: f.Owner,
-			Verdict: f.Verdict, Action: string(f.Action), Detail: strip(f.Detail)}
+			Verdict: f.Verdict, Repairer: f.Owner >= 0 && uint64(f.Owner) == participants && participants > 0,
+			Action: string(f.Action), Detail: strip(f.Detail)}
 		if f.Raw != 0 {
 			fj.Word = fmt.Sprintf("%#016x", f.Raw)
 		}
@@ -69,7 +74,11 @@ func writeFindings(w io.Writer, fs []findingJSON) error {
 		if f.Offset != 0 {
 			off = fmt.Sprintf("%#x", f.Offset)
 		}
-		rows = append(rows, []string{f.Location, off, f.Kind, f.Action, f.Detail})
+		loc := f.Location
+		if f.Repairer && strings.HasPrefix(loc, fmt.Sprintf("participant[%d].", f.Owner)) {
+			loc += " (repairer)" // the repairer entry's own word
+		}
+		rows = append(rows, []string{loc, off, f.Kind, f.Action, f.Detail})
 	}
 	return cliutil.Table(w, []string{"location", "offset", "problem", "action", "detail"}, rows)
 }
@@ -82,7 +91,7 @@ type checkJSON struct {
 }
 
 func newCheckJSON(rep check.Report) checkJSON {
-	fs := findingsJSON(rep.Findings)
+	fs := findingsJSON(rep.Findings, rep.Participants)
 	return checkJSON{Problems: len(fs), Findings: fs}
 }
 

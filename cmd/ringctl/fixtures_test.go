@@ -34,6 +34,10 @@ var (
 // deadPID is never a live pid: Linux pids stop at 2^22.
 const deadPID = 2147483646
 
+// otherPidNS is the pid namespace a fixture's entry records for a process
+// of another namespace: 1 is no real namespace's inode.
+const otherPidNS = 1
+
 // Fixture ring geometry: 8 slots of 64 bytes, 4 participants, limit 5.
 var fixtureRing = transport.RingConfig{Capacity: 8, SlotSize: 64, Participants: 4, DeliveryLimit: 5}
 
@@ -53,13 +57,17 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	copy(b, "\x7fELF\x02\x01\x01\x00")
 	fx["badmagic.shm"] = b
 
-	// A file of format 2.0, with a valid checksum: a newer major version.
-	b = bytes.Clone(ring)
-	le.PutUint16(b[layout.OffMajor:], 2)
-	le.PutUint32(b[layout.OffChecksum:], layout.Checksum(b))
-	fx["newversion.shm"] = b
+	// Files of format 3.0 (a newer major version) and 1.0 (the older one,
+	// whose holders took no entry locks), with valid checksums: refused
+	// both ways.
+	for name, major := range map[string]uint16{"newversion.shm": layout.MajorVersion + 1, "oldversion.shm": layout.MajorVersion - 1} {
+		b := bytes.Clone(ring)
+		le.PutUint16(b[layout.OffMajor:], major)
+		le.PutUint32(b[layout.OffChecksum:], layout.Checksum(b))
+		fx[name] = b
+	}
 
-	// Cut short: the header declares 1344 bytes.
+	// Cut short: the header declares 1536 bytes.
 	fx["truncated.shm"] = bytes.Clone(ring[:1000])
 
 	// Slot 1 holds "two": claim it holds 1000 bytes in a 64-byte slot.
@@ -68,16 +76,40 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	fx["badlength.shm"] = b
 
 	// Slot 0's "one" leased by participant 0, whose process is dead: the
-	// entry names pid 2147483646 (boot tag 0, so only the pid proves it).
+	// entry names pid 2147483646 (boot tag 0 and no pid namespace, so
+	// the released entry lock proves it).
 	b = bytes.Clone(ring)
-	le.PutUint64(b[slot(0):], layout.SlotWord{State: layout.SlotLeased, Deliveries: 1, Owner: 1, Length: 3}.Pack())
-	le.PutUint64(b[area(layout.RingOffPopped):], 0)
-	le.PutUint64(b[area(layout.RingOffClaimed):], 1)
-	le.PutUint64(b[entry(0):], layout.PeerCtl{State: layout.PeerActive, Gen: 1, PID: deadPID}.Pack())
-	le.PutUint64(b[entry(0)+8:], 987654)                                     // start ticks
-	le.PutUint64(b[entry(0)+16:], 0)                                         // boot tag
-	le.PutUint64(b[entry(0)+24:], uint64(fixtureCreated+int64(time.Second))) // attached
+	orphan := func(b []byte, pid uint32, pidNS uint64) {
+		le.PutUint64(b[slot(0):], layout.SlotWord{State: layout.SlotLeased, Deliveries: 1, Owner: 1, Length: 3}.Pack())
+		le.PutUint64(b[area(layout.RingOffPopped):], 0)
+		le.PutUint64(b[area(layout.RingOffClaimed):], 1)
+		le.PutUint64(b[entry(0)+layout.PeerOffCtl:], layout.PeerCtl{State: layout.PeerActive, Gen: 1, PID: pid}.Pack())
+		le.PutUint64(b[entry(0)+layout.PeerOffStart:], 987654)
+		le.PutUint64(b[entry(0)+layout.PeerOffBoot:], 0)
+		le.PutUint64(b[entry(0)+layout.PeerOffAttached:], uint64(fixtureCreated+int64(time.Second)))
+		le.PutUint64(b[entry(0)+layout.PeerOffPidNS:], pidNS)
+	}
+	orphan(b, deadPID, 0)
 	fx["orphaned.shm"] = b
+
+	// The same lease orphaned by a consumer that ran as pid 1 of another
+	// pid namespace (a container sharing the directory): pid_ns 1 is no
+	// real namespace's inode. Here pid 1 is init, alive; the entry lock,
+	// which nobody holds, proves the consumer dead all the same.
+	b = bytes.Clone(ring)
+	orphan(b, 1, otherPidNS)
+	fx["orphaned-otherns.shm"] = b
+
+	// A repair that ran without an entry of its own (as the repairer
+	// entry, index 4) and died holding the repair lock.
+	b = bytes.Clone(ring)
+	rep := entry(fixtureRing.Participants)
+	gen := layout.UnpackPeer(le.Uint64(b[rep:])).Gen
+	le.PutUint64(b[rep+layout.PeerOffCtl:], layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: deadPID}.Pack())
+	le.PutUint64(b[rep+layout.PeerOffStart:], 987656)
+	le.PutUint64(b[rep+layout.PeerOffAttached:], uint64(fixtureCreated+3*int64(time.Second)))
+	le.PutUint64(b[area(layout.RingOffRepairLock):], layout.Role{Stamp: uint16(fixtureRing.Participants + 1), Gen: gen}.Pack())
+	fx["repairer-dead.shm"] = b
 
 	// A heartbeat table whose slot 1 is the same dead process, registered
 	// as "worker-1" and recording its lease on slot 0 of the ring above.
@@ -136,7 +168,7 @@ func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := uint64(0); i < l.Participants; i++ { // what the closed handle's entry kept
+	for i := uint64(0); i < l.Entries; i++ { // what the closed handle's entry kept
 		off := layout.HeaderSize + l.ParticipantOff(i)
 		clear(base[off+8 : off+layout.PeerEntrySize])
 	}
@@ -178,13 +210,13 @@ func addMapFixtures(t testing.TB, dir string, fx map[string][]byte) {
 // fixtureOffsets gives the file offsets of slot i, participant entry i
 // and a word of the kind's area, in the fixtures' geometry (8 slots of 64
 // bytes, 4 participants, limit 5) laid out by lay.
-func fixtureOffsets(t testing.TB, lay func(layout.Geometry) (layout.SlotGeometry, error)) (slot, entry, area func(uint64) uint64) {
+func fixtureOffsets(t testing.TB, lay func(layout.Geometry) (layout.SlotGeometry, error)) (slot func(uint64) uint64, entry func(uint32) uint64, area func(uint64) uint64) {
 	l, err := lay(layout.RingGeometry(8, 64, 4, 5))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(i uint64) uint64 { return layout.HeaderSize + l.SlotOff(i) },
-		func(i uint64) uint64 { return layout.HeaderSize + l.ParticipantOff(i) },
+		func(i uint32) uint64 { return layout.HeaderSize + l.ParticipantOff(uint64(i)) },
 		func(off uint64) uint64 { return layout.HeaderSize + off }
 }
 
@@ -212,12 +244,13 @@ func addDequeFixtures(t testing.TB, dir string, fx map[string][]byte) {
 	fx["deque.shm"] = base
 	// deadPeer makes entry i an active entry of the dead pid, at the
 	// generation the closed handle left it (as a new attach would).
-	deadPeer := func(b []byte, i uint64, start uint64, attached time.Duration) uint32 {
+	deadPeer := func(b []byte, i uint32, start uint64, attached time.Duration) uint32 {
 		gen := layout.UnpackPeer(le.Uint64(b[entry(i):])).Gen
 		le.PutUint64(b[entry(i):], layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: deadPID}.Pack())
 		le.PutUint64(b[entry(i)+8:], start)
-		le.PutUint64(b[entry(i)+16:], 0) // boot tag 0: only the pid proves death
+		le.PutUint64(b[entry(i)+16:], 0) // boot tag 0 and pid_ns 0: only the entry lock proves death
 		le.PutUint64(b[entry(i)+24:], uint64(fixtureCreated+int64(attached)))
+		le.PutUint64(b[entry(i)+layout.PeerOffPidNS:], 0)
 		return gen
 	}
 
@@ -282,7 +315,7 @@ func buildDeque(t testing.TB, dir string) []byte {
 	}
 	b := readFixed(t, path)
 	l2, _ := layout.NewDequeLayout(layout.RingGeometry(8, 64, 4, 5))
-	for i := uint64(0); i < l2.Participants; i++ { // what the closed handles' entries kept
+	for i := uint64(0); i < l2.Entries; i++ { // what the closed handles' entries kept
 		off := layout.HeaderSize + l2.ParticipantOff(i)
 		clear(b[off+8 : off+layout.PeerEntrySize])
 	}
@@ -310,9 +343,9 @@ func buildRing(t testing.TB, dir string) []byte {
 	}
 	b := readFixed(t, path)
 	l, _ := layout.NewRingLayout(layout.RingGeometry(8, 64, 4, 5))
-	for i := uint64(0); i < l.Participants; i++ { // what the closed handle's entry kept
+	for i := uint64(0); i < l.Entries; i++ { // what the closed handle's entry kept
 		off := layout.HeaderSize + l.ParticipantOff(i)
-		clear(b[off+8 : off+layout.RingParticipantSize])
+		clear(b[off+8 : off+layout.PeerEntrySize])
 	}
 	return b
 }

@@ -33,9 +33,12 @@ type kind struct {
 	// verify, repair's dry run and watch.
 	open func(c *cli.Context, path string) (view, error)
 
-	// apply attaches to the file and runs its own Repair (with hb, for
-	// rings, through a watchdog that also reclaims the table's dead
-	// members); the verb has made the backup before.
+	// apply opens the file for repair, without a participant entry (the
+	// library's OpenRingForRepair and kin: the Repair runs as the table's
+	// repairer entry, so a table full of dead entries does not stop it),
+	// and runs its own Repair (with hb, for rings, through a watchdog that
+	// also reclaims the table's dead members); the verb has made the
+	// backup before.
 	apply func(c *cli.Context, path, hb string) (*repairResult, error)
 
 	// members is the dry-run plan of heartbeat table hb for the file

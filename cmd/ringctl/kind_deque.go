@@ -21,7 +21,7 @@ import (
 var dequeKind = &kind{
 	kind:  layout.KindDeque,
 	open:  viewOf(transport.OpenDequeReadOnly, func(d *transport.Deque, _ *cli.Context) view { return dequeView{d} }),
-	apply: repairWith(transport.OpenDeque, (*transport.Deque).Repair, dequeRepairRows),
+	apply: repairWith(transport.OpenDequeForRepair, (*transport.Deque).Repair, dequeRepairRows),
 	queue: func(c *cli.Context, path string) (*drainSource, error) {
 		d, err := openWith(c, path, transport.OpenDeque)
 		if err != nil {
@@ -32,7 +32,7 @@ var dequeKind = &kind{
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		return slotBytes(path, h, i, dequeLayout)
 	},
-	checked: "header, top and bottom, the owner, the pending hint, %d slots, %d participant entries and the repair lock",
+	checked: "header, top and bottom, the owner, the pending hint, %d slots, %d participant entries, the repairer entry and the repair lock",
 }
 
 // dequeView is a deque mapped read-only.
@@ -68,8 +68,10 @@ type dequeOwnerJSON struct {
 	PID         int32  `json:"pid"`
 	StartTicks  uint64 `json:"start_ticks"`
 	Alive       bool   `json:"alive"`
+	Unknown     bool   `json:"unknown"` // liveness undecided: left alone
 	Reason      string `json:"reason"`
 	Word        string `json:"word,omitempty"` // the owner word, when Check has a finding about it
+	where       string // check.Peer.Where of the owner's entry, for the text
 }
 
 type dequeCountersJSON struct {
@@ -140,7 +142,7 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 	}
 	if withSlots {
 		slots := []dequeSlotJSON{}
-		for i, s := range slotsJSON(&l, scan.Slots, cs.Top) {
+		for i, s := range slotsJSON(&l, scan.Slots, cs.Top, scan.Peers) {
 			slots = append(slots, dequeSlotJSON{slotJSON: s, Taker: taker(scan.Slots[i], cs.Owner)})
 		}
 		rep.Slots = &slots
@@ -166,7 +168,7 @@ func ownerJSON(scan transport.DequeScanReport, cr check.Report) *dequeOwnerJSON 
 	oj := &dequeOwnerJSON{Participant: i, Alive: scan.OwnerAlive}
 	if i >= 0 && i < len(scan.Peers) {
 		p := scan.Peers[i]
-		oj.PID, oj.StartTicks, oj.Reason = p.ID.PID, p.ID.Start, p.Reason
+		oj.PID, oj.StartTicks, oj.Reason, oj.where, oj.Unknown = p.ID.PID, p.ID.Start, p.Reason, p.Where(), p.Unknown && !p.Dead
 	}
 	if f != nil {
 		oj.Participant, oj.Word = f.Owner, fmt.Sprintf("%#016x", f.Raw)
@@ -184,10 +186,18 @@ func ownerLine(o *dequeOwnerJSON) string {
 		return "none: nobody pushes until a process calls Adopt (thieves can still take messages)"
 	case o.Participant < 0:
 		return fmt.Sprintf("word %s: %s (corrupt)", o.Word, o.Reason)
-	case o.Alive:
-		return fmt.Sprintf("participant %d, pid %d (start %d), alive (%s)", o.Participant, o.PID, o.StartTicks, o.Reason)
 	}
-	return fmt.Sprintf("participant %d, pid %d (start %d), dead (%s)", o.Participant, o.PID, o.StartTicks, o.Reason)
+	who := o.where
+	if who == "" {
+		who = fmt.Sprintf("pid %d (start %d)", o.PID, o.StartTicks)
+	}
+	switch {
+	case o.Unknown:
+		return fmt.Sprintf("participant %d, %s, liveness unknown (%s): left alone", o.Participant, who, o.Reason)
+	case o.Alive:
+		return fmt.Sprintf("participant %d, %s, alive (%s)", o.Participant, who, o.Reason)
+	}
+	return fmt.Sprintf("participant %d, %s, dead (%s)", o.Participant, who, o.Reason)
 }
 
 // taker says who holds a deque slot that has an owner stamp: "owner" when
@@ -243,6 +253,7 @@ type dequeSample struct {
 	Returned uint64
 	Orphaned uint64
 	Owner    string // alive, dead, none
+	Peers    peerCounts
 }
 
 func (d dequeView) watch(path string, interval time.Duration) func(tty bool) (string, error) {
@@ -260,7 +271,7 @@ func sampleDeque(d *transport.Deque) (dequeSample, error) {
 	}
 	n := countSlots(scan.Slots, d.Capacity())
 	s := dequeSample{At: time.Now(), Counters: scan.Counters, Len: d.Len(), Leased: n[classLeased], Returned: n[classReturned],
-		Orphaned: n[classOrphaned], Owner: "none"}
+		Orphaned: n[classOrphaned], Owner: "none", Peers: countPeers(scan.Peers)}
 	switch {
 	case scan.Counters.Owner >= 0 && scan.OwnerAlive:
 		s.Owner = "alive"
@@ -278,10 +289,11 @@ func renderDequeWatch(path string, capacity uint64, interval time.Duration, prev
 		dt, p := cur.At.Sub(prev.At), prev.Counters
 		push, take = rate(dt, c.Pushed-p.Pushed), rate(dt, c.OwnerPopped+c.Stolen+c.Acked-p.OwnerPopped-p.Stolen-p.Acked)
 	}
-	return renderFrame(path, interval, cur.At, tty, []watchCol{
+	return renderFrame(path, interval, cur.At, tty, append([]watchCol{
 		{"len", fmt.Sprintf("%d/%d", cur.Len, capacity)}, num("top", c.Top), num("bottom", c.Bottom), {"push/s", push}, {"take/s", take},
 		num("leased", cur.Leased), num("returned", cur.Returned), num("orphaned", cur.Orphaned), {"owner", cur.Owner},
-		num("full_hits", c.FullHits), num("empty_hits", c.EmptyHits)})
+		num("full_hits", c.FullHits), num("empty_hits", c.EmptyHits)},
+		cur.Peers.cols()...))
 }
 
 // dequeRepairRows is what a deque's Repair reported, as repair prints it.

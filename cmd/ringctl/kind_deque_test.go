@@ -124,7 +124,7 @@ func TestDequeLiveOwner(t *testing.T) {
 		t.Fatalf("owner pop: %q %v", buf[:n], err)
 	}
 	r := run(t, "", "watch", path, "--count", "1")
-	if r.code != 0 || !regexp.MustCompile(`^\S+ len=0/8 top=2 bottom=2 push/s=- take/s=- leased=0 returned=0 orphaned=0 owner=alive full_hits=0 empty_hits=0\n$`).MatchString(r.stdout) {
+	if r.code != 0 || !regexp.MustCompile(`^\S+ len=0/8 top=2 bottom=2 push/s=- take/s=- leased=0 returned=0 orphaned=0 owner=alive full_hits=0 empty_hits=0 alive=1 dead=0 unknown=0 repairer=free\n$`).MatchString(r.stdout) {
 		t.Fatalf("%+v", r)
 	}
 	if rep := dequeInspectJSON(t, path); rep.Counters.Claimed != 2 || rep.Counters.Acked != 2 || rep.Counters.OwnerPopped != 1 || len(rep.Participants) != 1 {
@@ -181,9 +181,9 @@ func TestDequePoisonAndShortHint(t *testing.T) {
 func TestRenderDequeWatch(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	prev := dequeSample{At: t0, Owner: "alive", Len: 2, Counters: transport.DequeCounters{Top: 10, Bottom: 12, Pushed: 12, Stolen: 4, Acked: 6}}
-	cur := dequeSample{At: t0.Add(2 * time.Second), Owner: "dead", Len: 6, Leased: 1, Returned: 2, Orphaned: 1,
+	cur := dequeSample{At: t0.Add(2 * time.Second), Owner: "dead", Len: 6, Leased: 1, Returned: 2, Orphaned: 1, Peers: peerCounts{Dead: 1, Repairer: "dead"},
 		Counters: transport.DequeCounters{Top: 14, Bottom: 20, Pushed: 22, Stolen: 6, OwnerPopped: 2, Acked: 8, FullHits: 3, EmptyHits: 7}}
-	if got := renderDequeWatch("/dev/shm/x", 64, time.Second, &prev, cur, false); got != "2026-01-02T03:04:07Z len=6/64 top=14 bottom=20 push/s=5.0 take/s=3.0 leased=1 returned=2 orphaned=1 owner=dead full_hits=3 empty_hits=7\n" {
+	if got := renderDequeWatch("/dev/shm/x", 64, time.Second, &prev, cur, false); got != "2026-01-02T03:04:07Z len=6/64 top=14 bottom=20 push/s=5.0 take/s=3.0 leased=1 returned=2 orphaned=1 owner=dead full_hits=3 empty_hits=7 alive=0 dead=1 unknown=0 repairer=dead\n" {
 		t.Fatalf("%q", got)
 	}
 	if got := renderDequeWatch("/dev/shm/x", 64, time.Second, &prev, cur, true); !strings.Contains(got, "│ 6/64 │ 14  │ 20     │ 5.0    │ 3.0    │") {

@@ -25,7 +25,7 @@ import (
 var mapKind = &kind{
 	kind:  layout.KindHashMap,
 	open:  viewOf(hashmap.OpenReadOnly, func(m *hashmap.Map, c *cli.Context) view { return mapView{m, c} }),
-	apply: repairWith(hashmap.Open, (*hashmap.Map).Repair, mapRepairRows),
+	apply: repairWith(hashmap.OpenForRepair, (*hashmap.Map).Repair, mapRepairRows),
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		l, err := mapLayout(path, h)
 		if err != nil {
@@ -37,7 +37,7 @@ var mapKind = &kind{
 		lo := int64(h.HeaderSize) + int64(l.BucketOff(uint64(i)))
 		return lo, lo + int64(l.BucketSize), nil
 	},
-	checked: "header, %d buckets and their home locks, %d participant entries and the repair lock",
+	checked: "header, %d buckets and their home locks, %d participant entries, the repairer entry and the repair lock",
 }
 
 // mapView is a hash map mapped read-only. inspect also maps the file's
@@ -118,6 +118,7 @@ type homeLockJSON struct {
 	HolderPID int32  `json:"holder_pid"`
 	Alive     bool   `json:"alive"`
 	Problem   string `json:"problem"`
+	where     string // the holder's process when its pid means another one here (otherWhere), for the text
 }
 
 func mapProblemName(p hashmap.Problem) string {
@@ -126,14 +127,18 @@ func mapProblemName(p hashmap.Problem) string {
 
 // bucketInfo describes bucket i for people: Scan's report when it has
 // one, else the word as read; the key and value lengths and the key from
-// mem. It reads the mapping: run it under guard.
-func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *hashmap.BucketReport) bucketJSON {
+// mem; peers (the participant table) name the owner's process. It reads
+// the mapping: run it under guard.
+func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *hashmap.BucketReport, peers []check.Peer) bucketJSON {
 	raw := load64(mem, base+l.BucketOff(i))
 	w := layout.UnpackHashMapWord(raw)
 	b := bucketJSON{Index: i, wordJSON: newWordJSON(w.State.String(), "ok", raw, int(w.Owner)-1, false, 0, false), Version: w.Version}
 	if br != nil {
 		b = bucketJSON{Index: i, wordJSON: newWordJSON(br.Word.State.String(), mapProblemName(br.Problem), br.Raw, br.Owner,
-			br.Owner >= 0 && uint64(br.Owner) < l.Participants, br.OwnerID.PID, br.Alive), Version: br.Word.Version, Error: strip(br.Err)}
+			br.Owner >= 0 && uint64(br.Owner) < l.Entries, br.OwnerID.PID, br.Alive), Version: br.Word.Version, Error: strip(br.Err)}
+		if b.OwnerAlive != nil {
+			b.ownerWhere = otherWhere(peers, br.Owner)
+		}
 	}
 	le := binary.LittleEndian
 	b.KeyLen = le.Uint32(mem[base+l.BucketOff(i)+layout.HashMapBucketKeyLen:])
@@ -179,7 +184,7 @@ func (m mapView) inspect(path string, withBuckets bool, cr check.Report) (report
 	for i := range scan.Buckets {
 		br := &scan.Buckets[i]
 		reports[br.Index] = br
-		rep.Locked = append(rep.Locked, bucketInfo(&l, base, mem, br.Index, br))
+		rep.Locked = append(rep.Locked, bucketInfo(&l, base, mem, br.Index, br, scan.Peers))
 		switch br.Problem {
 		case hashmap.OK:
 		case hashmap.Corrupt:
@@ -194,14 +199,14 @@ func (m mapView) inspect(path string, withBuckets bool, cr check.Report) (report
 	for _, hl := range scan.HomeLocks {
 		hj := homeLockJSON{Bucket: hl.Bucket, Word: fmt.Sprintf("%#016x", hl.Raw), Holder: hl.Holder, Alive: hl.Alive, Problem: mapProblemName(hl.Problem)}
 		if hl.Holder >= 0 {
-			hj.HolderPID = hl.HolderID.PID
+			hj.HolderPID, hj.where = hl.HolderID.PID, otherWhere(scan.Peers, hl.Holder)
 		}
 		rep.HomeLocks = append(rep.HomeLocks, hj)
 	}
 	if withBuckets {
 		all := []bucketJSON{}
 		for i := uint64(0); i < l.Capacity; i++ {
-			if b := bucketInfo(&l, base, mem, i, reports[i]); b.State != layout.BucketEmpty.String() || reports[i] != nil {
+			if b := bucketInfo(&l, base, mem, i, reports[i], scan.Peers); b.State != layout.BucketEmpty.String() || reports[i] != nil {
 				all = append(all, b)
 			}
 		}
@@ -227,7 +232,7 @@ func keyText(keyHex string) string {
 func bucketRows(bs []bucketJSON) [][]string {
 	rows := [][]string{}
 	for _, b := range bs {
-		owner, alive := ownerCells(b.OwnerPID, b.OwnerAlive)
+		owner, alive := b.ownerCells()
 		rows = append(rows, []string{strconv.FormatUint(b.Index, 10), b.State, problemCell(b.Problem, b.Error), owner, alive,
 			strconv.FormatUint(b.Version, 10), keyText(b.KeyHex), strconv.FormatUint(uint64(b.ValueLen), 10)})
 	}
@@ -241,7 +246,10 @@ func (rep *mapInspectReport) write(w io.Writer) error {
 	homes := table{headers: []string{"home lock of bucket", "holder", "pid", "alive", "problem"}}
 	for _, hl := range rep.HomeLocks {
 		pid := "-"
-		if hl.Holder >= 0 {
+		switch {
+		case hl.where != "":
+			pid = hl.where
+		case hl.Holder >= 0:
 			pid = strconv.Itoa(int(hl.HolderPID))
 		}
 		homes.rows = append(homes.rows, []string{strconv.FormatUint(hl.Bucket, 10), strconv.Itoa(hl.Holder), pid, yesNo(hl.Alive), problemCell(hl.Problem, "")})

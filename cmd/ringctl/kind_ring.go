@@ -35,7 +35,7 @@ var ringKind = &kind{
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		return slotBytes(path, h, i, ringLayout)
 	},
-	checked: "header, head and tail, %d slots, %d participant entries and the repair lock",
+	checked: "header, head and tail, %d slots, %d participant entries, the repairer entry and the repair lock",
 }
 
 // ringView is a ring mapped read-only.
@@ -112,7 +112,7 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 		Participants: participantsJSON(scan.Peers),
 	}
 	if withSlots {
-		slots := slotsJSON(&l, scan.Slots, cs.Head)
+		slots := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers)
 		rep.Slots = &slots
 	}
 	return rep, nil
@@ -149,6 +149,7 @@ type watchSample struct {
 	Counters transport.Counters
 	Leased   uint64 // leases held by live participants
 	Orphaned uint64
+	Peers    peerCounts
 }
 
 func (r ringView) watch(path string, interval time.Duration) func(tty bool) (string, error) {
@@ -164,7 +165,7 @@ func sample(r *transport.Ring) (watchSample, error) {
 		return watchSample{}, scan.Fault
 	}
 	n := countSlots(scan.Slots, r.Capacity())
-	return watchSample{At: time.Now(), Counters: scan.Counters, Leased: n[classLeased], Orphaned: n[classOrphaned]}, nil
+	return watchSample{At: time.Now(), Counters: scan.Counters, Leased: n[classLeased], Orphaned: n[classOrphaned], Peers: countPeers(scan.Peers)}, nil
 }
 
 // renderWatch draws one frame: a table on a terminal, one line otherwise.
@@ -176,16 +177,20 @@ func renderWatch(path string, capacity uint64, interval time.Duration, prev *wat
 		dt, p := cur.At.Sub(prev.At), prev.Counters
 		push, pop = rate(dt, c.Pushed-p.Pushed), rate(dt, c.Popped+c.Acked-p.Popped-p.Acked)
 	}
-	return renderFrame(path, interval, cur.At, tty, []watchCol{
+	return renderFrame(path, interval, cur.At, tty, append([]watchCol{
 		{"depth", fmt.Sprintf("%d/%d", c.Depth(), capacity)}, {"push/s", push}, {"pop/s", pop},
-		num("leased", cur.Leased), num("orphaned", cur.Orphaned), num("full_hits", c.FullHits), num("empty_hits", c.EmptyHits)})
+		num("leased", cur.Leased), num("orphaned", cur.Orphaned), num("full_hits", c.FullHits), num("empty_hits", c.EmptyHits)},
+		cur.Peers.cols()...))
 }
 
 // applyRing backs nothing up (the verb did) and repairs through the
 // library: the ring's Repair, or with a heartbeat table a watchdog scan
-// that repairs the ring and reclaims dead members.
+// that repairs the ring and reclaims dead members. It takes no participant
+// entry (OpenRingForRepair: a table full of dead entries must not stop
+// the repair that frees them); the Repair runs as the table's repairer
+// entry.
 func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
-	r, err := openAttached(c, path)
+	r, err := openWith(c, path, transport.OpenRingForRepair)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +211,8 @@ func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
 		defer hb.Close()
 		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(true)
 		for _, p := range wr.Reclaimed {
-			reclaimed = append(reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, Label: p.Label, Reason: p.Verdict.Reason})
+			reclaimed = append(reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, PidNS: p.PidNS,
+				OtherNamespace: p.Verdict.OtherNS, Label: p.Label, Reason: p.Verdict.Reason})
 		}
 		notDone = append(notDone, wr.Problems...)
 		if len(wr.QueueRepairs) > 0 {

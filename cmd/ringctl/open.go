@@ -123,7 +123,7 @@ func openRaw(c *cli.Context, path string, kind layout.Kind, v interface{ Header(
 }
 
 // openAttached opens a ring read-write and attaches to it as a participant:
-// for the commands that push, pop or repair.
+// for the commands that push or pop (a repair takes no entry: applyRing).
 func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
 	return openWith(c, path, transport.OpenRing)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 	"github.com/shmkit/shmkit/transport/check"
 )
@@ -87,14 +88,25 @@ func headerPairs(f slottedFile) [][2]string {
 		g.Capacity, g.SlotSize, g.PayloadMax, g.Participants, g.DeliveryLimit))
 }
 
+// participantJSON is one entry of a participant table that is not free,
+// as inspect shows it. The last entry of every table is the repairer
+// entry (Repairer): held only by a process repairing without an entry of
+// its own (ringctl repair --apply, an attach that found the table full of
+// dead entries).
 type participantJSON struct {
-	Index      int    `json:"index"`
-	State      string `json:"state"`
-	PID        int32  `json:"pid"`
-	StartTicks uint64 `json:"start_ticks"`
-	Attached   string `json:"attached"`
-	Alive      bool   `json:"alive"`
-	Reason     string `json:"reason"`
+	Index          int    `json:"index"`
+	Repairer       bool   `json:"repairer"` // the table's repairer entry (index = participants)
+	State          string `json:"state"`
+	PID            int32  `json:"pid"` // as recorded: in the holder's pid namespace (other_namespace)
+	StartTicks     uint64 `json:"start_ticks"`
+	PidNS          uint64 `json:"pid_ns"`          // the holder's pid namespace inode, 0 when unknown
+	OtherNamespace bool   `json:"other_namespace"` // recorded in another pid namespace than ringctl's: pid names another process here
+	Attached       string `json:"attached"`
+	Lock           string `json:"lock"`    // the entry lock: held, released, unknown
+	Alive          bool   `json:"alive"`   // not proven dead (an entry of unknown liveness counts as alive)
+	Unknown        bool   `json:"unknown"` // liveness undecided: left alone by every repair
+	Reason         string `json:"reason"`
+	where          string // check.Peer.Where, for the text
 }
 
 // participantsJSON lists the entries of a participant table that are not free.
@@ -104,10 +116,56 @@ func participantsJSON(peers []check.Peer) []participantJSON {
 		if p.State == "free" {
 			continue
 		}
-		out = append(out, participantJSON{Index: p.Index, State: p.State, PID: p.ID.PID,
-			StartTicks: p.ID.Start, Attached: utc(p.Attached), Alive: !p.Dead, Reason: p.Reason})
+		out = append(out, participantJSON{Index: p.Index, Repairer: p.Repairer, State: p.State, PID: p.ID.PID,
+			StartTicks: p.ID.Start, PidNS: p.PidNS, OtherNamespace: p.OtherNS, Attached: utc(p.Attached),
+			Lock: p.Lock.String(), Alive: !p.Dead, Unknown: p.Unknown && !p.Dead, Reason: p.Reason, where: p.Where()})
 	}
 	return out
+}
+
+// liveness is a participant's alive cell: yes, no or unknown, and why.
+func (p participantJSON) liveness() string {
+	v := yesNo(p.Alive)
+	if p.Unknown {
+		v = "unknown"
+	}
+	why := p.Reason
+	if p.OtherNamespace && p.where != "" {
+		why = strings.TrimSuffix(why, " ("+p.where+")") // the pid cell says it
+	}
+	return v + " (" + why + ")"
+}
+
+// entryCell names the entry: its index, marked when it is the repairer entry.
+func (p participantJSON) entryCell() string {
+	if p.Repairer {
+		return strconv.Itoa(p.Index) + " (repairer)"
+	}
+	return strconv.Itoa(p.Index)
+}
+
+// otherWhere is how the text names the process of entry i when it was
+// recorded in another pid namespace ("1 in another pid namespace
+// (pid:[N])"), "" otherwise (its pid means that process here).
+func otherWhere(peers []check.Peer, i int) string {
+	for _, p := range peers {
+		if p.Index == i && p.OtherNS {
+			return strings.TrimPrefix(p.Where(), "pid ")
+		}
+	}
+	return ""
+}
+
+// pidCell is the pid as it means something here: the pid, or "1 in
+// another pid namespace (pid:[N])" for an entry recorded elsewhere.
+func (p participantJSON) pidCell() string {
+	if p.OtherNamespace {
+		if p.where != "" {
+			return strings.TrimPrefix(p.where, "pid ")
+		}
+		return fmt.Sprintf("%d in another pid namespace (%s)", p.PID, shm.PidNamespaceName(p.PidNS))
+	}
+	return strconv.Itoa(int(p.PID))
 }
 
 // Slot classes, as inspect and watch count them. Each slot is in exactly
@@ -160,6 +218,7 @@ type wordJSON struct {
 	Owner      int    `json:"owner"`
 	OwnerPID   int32  `json:"owner_pid"`
 	OwnerAlive *bool  `json:"owner_alive,omitempty"`
+	ownerWhere string // the owner's process when its pid means another one here (otherWhere), for the text
 }
 
 // newWordJSON fills wordJSON; owner is a participant index (-1 for
@@ -182,14 +241,19 @@ type slotJSON struct {
 }
 
 // slotsJSON describes every slot Scan listed (all but the plain free
-// ones); front is the head (a deque's top), for positions.
-func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64) []slotJSON {
+// ones); front is the head (a deque's top), for positions; peers the
+// participant table (every entry, the repairer's included), for owners.
+func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64, peers []check.Peer) []slotJSON {
 	out := []slotJSON{}
 	for _, s := range slots {
-		out = append(out, slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
+		sj := slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
 			wordJSON: newWordJSON(s.Word.State.String(), problemName(s.Problem), s.Raw, s.Owner,
-				s.Owner >= 0 && uint64(s.Owner) < l.Participants, s.OwnerID.PID, s.Alive),
-			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: strip(s.Err)})
+				s.Owner >= 0 && uint64(s.Owner) < l.Entries, s.OwnerID.PID, s.Alive),
+			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: strip(s.Err)}
+		if sj.OwnerAlive != nil {
+			sj.ownerWhere = otherWhere(peers, s.Owner)
+		}
+		out = append(out, sj)
 	}
 	return out
 }
@@ -198,18 +262,22 @@ var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", 
 
 // row is a slot's line in inspect --slots, under slotHeaders.
 func (s slotJSON) row() []string {
-	owner, alive := ownerCells(s.OwnerPID, s.OwnerAlive)
+	owner, alive := s.ownerCells()
 	return []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
 		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))}
 }
 
 // ownerCells are the owner pid and alive cells of a slot or bucket row:
-// "-" without an owner.
-func ownerCells(pid int32, alive *bool) (string, string) {
-	if alive == nil {
+// "-" without an owner; the process named as in the participant table
+// when its pid means another one here.
+func (w wordJSON) ownerCells() (string, string) {
+	switch {
+	case w.OwnerAlive == nil:
 		return "-", "-"
+	case w.ownerWhere != "":
+		return w.ownerWhere, yesNo(*w.OwnerAlive)
 	}
-	return strconv.Itoa(int(pid)), yesNo(*alive)
+	return strconv.Itoa(int(w.OwnerPID)), yesNo(*w.OwnerAlive)
 }
 
 // problemCell is a Scan problem name for people, with why a word is corrupt.
@@ -316,8 +384,8 @@ func writeParticipants(w io.Writer, ps []participantJSON) error {
 	fmt.Fprintln(w)
 	rows := [][]string{}
 	for _, p := range ps {
-		rows = append(rows, []string{strconv.Itoa(p.Index), p.State, strconv.Itoa(int(p.PID)),
-			strconv.FormatUint(p.StartTicks, 10), yesNo(p.Alive) + " (" + p.Reason + ")", p.Attached})
+		rows = append(rows, []string{p.entryCell(), p.State, p.pidCell(),
+			strconv.FormatUint(p.StartTicks, 10), p.Lock, p.liveness(), p.Attached})
 	}
-	return cliutil.Table(w, []string{"participant", "state", "pid", "start", "alive", "attached"}, rows)
+	return cliutil.Table(w, []string{"participant", "state", "pid", "start", "lock", "alive", "attached"}, rows)
 }

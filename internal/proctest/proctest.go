@@ -59,6 +59,13 @@ func StartTimeout(t testing.TB, timeout time.Duration, helperTest, role string, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+helperTest+"$", "-test.count=1", "-test.timeout="+timeout.String())
+	return startCmd(t, cancel, cmd, role, env...)
+}
+
+// startCmd starts cmd, a run of the test binary (maybe under a wrapper),
+// as a Child in role.
+func startCmd(t testing.TB, cancel context.CancelFunc, cmd *exec.Cmd, role string, env ...string) *Child {
+	t.Helper()
 	// Under -race a child that exits normally sleeps 1 s in the race
 	// runtime's atexit hook; children are many, so skip it.
 	cmd.Env = append(filteredEnv(), RoleEnv+"="+role, "GORACE=atexit_sleep_ms=0")
@@ -151,7 +158,14 @@ func (c *Child) WaitLine(t testing.TB, prefix string) string {
 		}
 		select {
 		case <-c.Done():
+			// It may have printed the line just before exiting: look
+			// once more at everything it wrote.
 			out, errOut := c.Output()
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, prefix) {
+					return line
+				}
+			}
 			t.Fatalf("child exited before printing %q: %v\n%s\n%s", prefix, c.Wait(), out, errOut)
 		case <-time.After(5 * time.Millisecond):
 		}

@@ -7,7 +7,12 @@
 // words and receives everyone's (Member.AllGather). Rounds are bounded: a
 // participant proven dead fails the round at once, one that does not arrive
 // fails it after the round timeout, and the first failure aborts the group
-// for everyone. A Member is the shared-memory fair.ConsensusTransport:
+// for everyone. A joined participant holds an entry lock on its slot's
+// bytes of the file (shm.Region.LockEntry) until it leaves, and proof of
+// death is that lock released (shm.Region.JudgeEntry): it holds whatever
+// pid namespace the participant runs in, so a participant of a container
+// sharing /dev/shm, which recorded pid 1 of its namespace, is alive while
+// it runs (Peer.Where names it "pid 1 in another pid namespace"). A Member is the shared-memory fair.ConsensusTransport:
 // fair schedulers in several processes reach agreement through it.
 //
 // gather is not a message queue (a round carries at most MaxWords words per

@@ -80,6 +80,12 @@ type Group struct {
 	seq     *atomic.Uint32
 	waiters *atomic.Uint32
 	abort   *atomic.Uint64
+
+	// own[i] is set while this handle holds, or is taking, participant
+	// i's entry lock (from Join until Leave). A handle cannot see its own
+	// locks (locks of one open file description never conflict), so it
+	// answers for these participants itself: alive.
+	own []atomic.Bool
 }
 
 // Create creates an all-gather file.
@@ -127,7 +133,7 @@ func newGroup(reg *shm.Region) (*Group, error) {
 	if uint64(len(area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorrupt, reg.Path(), len(area), lay.BodySize)
 	}
-	g := &Group{reg: reg, lay: lay, area: area}
+	g := &Group{reg: reg, lay: lay, area: area, own: make([]atomic.Bool, lay.Participants)}
 	g.seq, g.waiters = g.area.U32(layout.AGOffSeq), g.area.U32(layout.AGOffWaiters)
 	g.abort = g.area.U64(layout.AGOffAbort)
 	return g, nil
@@ -159,15 +165,22 @@ func (g *Group) round(i uint64) *atomic.Uint64 {
 
 // Peer is one participant slot as read from the file.
 type Peer struct {
-	Index  int
-	State  string // free, claiming, active, left
-	PID    int32
-	Start  uint64
-	Round  uint64 // last round published
-	Joined time.Time
+	Index   int
+	State   string // free, claiming, active, left
+	PID     int32
+	Start   uint64
+	PidNS   uint64 // pid namespace recorded at join (shm.PidNamespace), 0 if unknown
+	Round   uint64 // last round published
+	Joined  time.Time
+	Verdict shm.Verdict // for claiming and active participants: are they alive (judge)
 }
 
-// Peers reads every participant slot, for inspectors and tests.
+// Where names the participant's process for humans: "pid 1234", or "pid 1
+// in another pid namespace (pid:[4026532...])".
+func (p Peer) Where() string { return shm.Holder{PID: p.PID, PidNS: p.PidNS}.Where() }
+
+// Peers reads every participant slot and judges the joined ones, for
+// inspectors and tests.
 func (g *Group) Peers() []Peer {
 	peers := make([]Peer, g.lay.Participants)
 	for i := range peers {
@@ -176,11 +189,41 @@ func (g *Group) Peers() []Peer {
 		peers[i] = Peer{
 			Index: i, State: layout.AGStateName(c.State), PID: int32(c.PID),
 			Start:  g.area.U64(base + layout.AGSlotStart).Load(),
+			PidNS:  g.area.U64(base + layout.AGSlotPidNS).Load(),
 			Round:  g.round(uint64(i)).Load(),
 			Joined: time.Unix(0, int64(g.area.U64(base+layout.AGSlotJoined).Load())),
 		}
+		if c.State == layout.AGClaiming || c.State == layout.AGActive {
+			peers[i].Verdict = g.judge(uint64(i), c)
+		}
 	}
 	return peers
+}
+
+// slotLock is the byte range of participant i's entry lock in the file:
+// the first 64 bytes of its slot.
+func (g *Group) slotLock(i uint64) (off, n uint64) {
+	return uint64(g.reg.Header().HeaderSize) + g.lay.SlotOff(i), layout.AGSlotBuffers
+}
+
+// judge decides whether participant i, whose ctl word is c (claiming or
+// active), is alive. The proof is its entry lock (shm.Region.JudgeEntry):
+// a participant locks its slot before claiming it and keeps the lock
+// until it has left, in whatever pid namespace it runs. Participants
+// joined through this handle are answered for here: alive.
+func (g *Group) judge(i uint64, c layout.PeerCtl) shm.Verdict {
+	if g.own[i].Load() {
+		return shm.Verdict{Lock: shm.LockHeld, Reason: "joined through this handle"}
+	}
+	base := g.lay.SlotOff(i)
+	h := shm.Holder{PID: int32(c.PID), Complete: c.State == layout.AGActive}
+	if h.Complete {
+		h.Start = g.area.U64(base + layout.AGSlotStart).Load()
+		h.Boot = g.area.U64(base + layout.AGSlotBoot).Load()
+		h.PidNS = g.area.U64(base + layout.AGSlotPidNS).Load()
+	}
+	off, n := g.slotLock(i)
+	return g.reg.JudgeEntry(off, n, h)
 }
 
 // Aborted returns the group's abort record, if a round has failed.
@@ -229,25 +272,56 @@ func (g *Group) Join(rank int, opts ...Option) (*Member, error) {
 	}
 	i := uint64(rank)
 	ctl := g.ctl(i)
+	taken := func(v uint64) error {
+		c := layout.UnpackPeer(v)
+		return fmt.Errorf("%w: %s: participant %d is %s (pid %d)", ErrRankTaken, g.Path(), rank, layout.AGStateName(c.State), c.PID)
+	}
+	if v := ctl.Load(); v != 0 {
+		return nil, taken(v)
+	}
+	if !g.own[i].CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: %s: participant %d is being joined through this handle", ErrRankTaken, g.Path(), rank)
+	}
+	// Lock before claim: a claimed slot whose lock nobody holds has no live
+	// participant. The lock is kept until Leave.
+	off, n := g.slotLock(i)
+	if err := g.reg.LockEntry(off, n); err != nil {
+		g.own[i].Store(false)
+		if errors.Is(err, shm.ErrEntryLocked) {
+			return nil, fmt.Errorf("%w: %s: participant %d is being joined by another process", ErrRankTaken, g.Path(), rank)
+		}
+		return nil, fmt.Errorf("gather: join: %w", err)
+	}
+	release := func() {
+		_ = g.reg.UnlockEntry(off, n)
+		g.own[i].Store(false)
+	}
 	v := ctl.Load()
-	if c := layout.UnpackPeer(v); c.State != layout.AGFree || v != 0 {
-		return nil, fmt.Errorf("%w: %s: participant %d is %s (pid %d)", ErrRankTaken, g.Path(), rank, layout.AGStateName(c.State), c.PID)
+	if v != 0 {
+		release()
+		return nil, taken(v)
 	}
 	self := shm.Self()
 	claiming := layout.PeerCtl{State: layout.AGClaiming, PID: uint32(self.PID)}.Pack()
 	if !ctl.CompareAndSwap(v, claiming) {
+		release()
 		return nil, fmt.Errorf("%w: %s: participant %d joined concurrently", ErrRankTaken, g.Path(), rank)
 	}
 	base := g.lay.SlotOff(i)
 	g.area.U64(base + layout.AGSlotStart).Store(self.Start)
 	g.area.U64(base + layout.AGSlotBoot).Store(shm.BootTag())
+	g.area.U64(base + layout.AGSlotPidNS).Store(shm.PidNamespace())
 	g.area.U64(base + layout.AGSlotJoined).Store(uint64(time.Now().UnixNano()))
 	if r := g.round(i).Load(); r != 0 {
+		// Claimed, and never to be active: releasing the lock shows the
+		// others a participant that will not arrive.
+		release()
 		return nil, fmt.Errorf("%w: %s: free participant %d already at round %d", ErrCorrupt, g.Path(), rank, r)
 	}
 	shm.CrashPoint(crashAllgatherJoinAfterClaim)
 	active := layout.PeerCtl{State: layout.AGActive, PID: uint32(self.PID)}.Pack()
 	if !ctl.CompareAndSwap(claiming, active) {
+		release()
 		return nil, fmt.Errorf("%w: %s: participant %d changed while joining", ErrCorrupt, g.Path(), rank)
 	}
 	m := &Member{g: g, rank: i, ctlWord: active, timeout: DefaultTimeout, liveCheck: DefaultLiveCheck}
@@ -281,6 +355,13 @@ func (m *Member) Leave() error {
 	}
 	m.left = true
 	g := m.g
+	// The entry lock goes only after the word has left our hands: a
+	// judge never sees an active participant of ours without it.
+	defer func() {
+		off, n := g.slotLock(m.rank)
+		_ = g.reg.UnlockEntry(off, n)
+		g.own[m.rank].Store(false)
+	}()
 	c := layout.UnpackPeer(m.ctlWord)
 	left := layout.PeerCtl{State: layout.AGLeft, PID: c.PID}.Pack()
 	if !g.ctl(m.rank).CompareAndSwap(m.ctlWord, left) {
@@ -471,24 +552,19 @@ func (m *Member) laggards(r uint64) []uint64 {
 }
 
 // checkLiveness fails the round if a participant it waits for is proven
-// dead. Liveness that cannot be read counts as alive.
+// dead (its entry lock released: judge). An undecided verdict counts as
+// alive.
 func (m *Member) checkLiveness(r uint64) error {
 	g := m.g
 	for _, i := range m.laggards(r) {
-		base := g.lay.SlotOff(i)
 		c := layout.UnpackPeer(g.ctl(i).Load())
-		var v shm.Verdict
-		switch c.State {
-		case layout.AGActive:
-			v = shm.Judge(int32(c.PID), g.area.U64(base+layout.AGSlotStart).Load(), g.area.U64(base+layout.AGSlotBoot).Load(), true)
-		case layout.AGClaiming:
-			v = shm.Judge(int32(c.PID), 0, 0, false)
-		default:
+		if c.State != layout.AGActive && c.State != layout.AGClaiming {
 			continue // not joined yet: only the timeout bounds it
 		}
-		if v.Dead {
-			return m.fail(layout.AGAbortDead, i, r, fmt.Errorf("%w: %s: participant %d (pid %d) died before publishing round %d: %s",
-				ErrPeerDead, g.Path(), i, c.PID, r, v.Reason))
+		if v := g.judge(i, c); v.Dead {
+			who := shm.Holder{PID: int32(c.PID), PidNS: g.area.U64(g.lay.SlotOff(i) + layout.AGSlotPidNS).Load()}.Where()
+			return m.fail(layout.AGAbortDead, i, r, fmt.Errorf("%w: %s: participant %d (%s) died before publishing round %d: %s",
+				ErrPeerDead, g.Path(), i, who, r, v.Reason))
 		}
 	}
 	return nil

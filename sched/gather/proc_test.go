@@ -33,6 +33,7 @@ var fairHelper = proctest.Helper{Test: "TestFairHelperProcess", Prefix: "fair-"}
 //	  $SHMKIT_FAIR_RANK of the all-gather file $SHMKIT_TEST_PATH and print
 //	  its outcome (fair-diverge enqueues one divergent transition);
 //	fair-rounds: run rounds of [rank, round] until killed or 20 rounds;
+//	fair-gated: once $FAIR_GATE exists, run rounds 1 to 3, then stay joined;
 //	fair-echo: run rounds until participant 0 sends fairStopWord.
 func TestFairHelperProcess(t *testing.T) { fairHelper.Serve(fairChild) }
 
@@ -73,6 +74,26 @@ func fairChild(role string) error {
 			}
 			fmt.Println("round", r)
 		}
+		return nil
+	case "gated":
+		// Joined: wait for the gate file, run rounds 1 to 3, then stay
+		// joined until killed (at most a minute).
+		fmt.Println("joined")
+		gate := os.Getenv("FAIR_GATE")
+		deadline := time.Now().Add(time.Minute)
+		for !proctest.Exists(gate) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("gate %s never opened", gate)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for r := uint32(1); r <= 3; r++ {
+			if _, err := m.AllGather(nil, []uint32{uint32(rank), r}); err != nil {
+				return err
+			}
+			fmt.Println("round", r)
+		}
+		time.Sleep(time.Minute)
 		return nil
 	case "echo":
 		var buf []uint32

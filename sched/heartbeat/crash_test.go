@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"testing"
 
+	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -10,26 +11,34 @@ import (
 // dies at each, and a watchdog scan recovers.
 
 // TestHeartbeatRegisterCrash: a process killed while registering leaves a
-// claiming slot; a watchdog proves the pid gone and frees it.
+// claiming slot whose entry lock died with it; a watchdog proves it dead
+// and frees it, and so does the next Register on the full table.
 func TestHeartbeatRegisterCrash(t *testing.T) {
-	f := newTestFiles(t)
-	h, err := Create(f.hb, Config{Capacity: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	runToCrash(t, f, "register", crashHbRegisterAfterClaim)
-	if p, _ := h.Snapshot(0); p.State != "claiming" || p.Health(0) != "dead" {
-		t.Fatalf("slot %+v", p)
-	}
-	if _, err := h.Register("x"); err == nil {
-		t.Fatal("registered into a table whose only slot is claimed")
-	}
-	if rep := NewWatchdog(h, WatchdogConfig{}).Scan(true); len(rep.Reclaimed) != 1 {
-		t.Fatalf("report %+v", rep)
-	}
-	if _, err := h.Register("x"); err != nil {
-		t.Fatal(err)
+	for _, by := range []string{"watchdog", "register"} {
+		t.Run(by, func(t *testing.T) {
+			f := newTestFiles(t)
+			h, err := Create(f.hb, Config{Capacity: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			runToCrash(t, f, "register", crashHbRegisterAfterClaim)
+			if p, _ := h.Snapshot(0); p.State != "claiming" || p.Health(0) != "dead" || p.Verdict.Lock != shm.LockReleased {
+				t.Fatalf("slot %+v", p)
+			}
+			if by == "watchdog" {
+				if rep := NewWatchdog(h, WatchdogConfig{}).Scan(true); len(rep.Reclaimed) != 1 {
+					t.Fatalf("report %+v", rep)
+				}
+			}
+			m, err := h.Register("x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tot := h.Totals(); tot.Reclaimed != 1 || m.Slot() != 0 {
+				t.Fatalf("totals %+v, slot %d", tot, m.Slot())
+			}
+		})
 	}
 }
 

@@ -24,6 +24,9 @@ type Participant struct {
 	State      string // free, claiming, active, reclaiming
 	Gen        uint32
 	ID         shm.ProcessID
+	Boot       uint64 // boot tag recorded at registration (shm.BootTag)
+	PidNS      uint64 // pid namespace recorded at registration (shm.PidNamespace), 0 if unknown
+	Self       bool   // registered through the Table handle that took this snapshot
 	Label      string
 	Registered time.Time
 	BeatAge    time.Duration // since the last beat (CLOCK_MONOTONIC)
@@ -35,9 +38,10 @@ type Participant struct {
 	ctl uint64 // the ctl word this snapshot was taken from
 }
 
-// Health classifies a snapshot: "free", "dead" (proven), "stale" (alive
-// but not beating within stale; stale <= 0 disables it), "alive", or
-// "corrupt" for a slot state the format does not define.
+// Health classifies a snapshot: "free", "dead" (proven), "unknown" (the
+// verdict could not decide: treated as alive, never reclaimed), "stale"
+// (alive but not beating within stale; stale <= 0 disables it), "alive",
+// or "corrupt" for a slot state the format does not define.
 func (p Participant) Health(stale time.Duration) string {
 	switch {
 	case p.State == "free":
@@ -46,10 +50,30 @@ func (p Participant) Health(stale time.Duration) string {
 		return "corrupt"
 	case p.Verdict.Dead:
 		return "dead"
+	case p.Verdict.Unknown:
+		return "unknown"
 	case p.State == "active" && stale > 0 && p.BeatAge > stale:
 		return "stale"
 	}
 	return "alive"
+}
+
+// Holder is what the slot records about its member's process.
+func (p Participant) Holder() shm.Holder {
+	return shm.Holder{PID: p.ID.PID, Start: p.ID.Start, Boot: p.Boot, PidNS: p.PidNS, Complete: p.State != "claiming"}
+}
+
+// Where names the member's process for humans: "pid 1234", or "pid 1 in
+// another pid namespace (pid:[4026532...])" for a member registered in
+// another pid namespace than this process's, whose pid means another
+// process here.
+func (p Participant) Where() string { return p.Holder().Where() }
+
+// OtherNamespace reports whether the member registered in another pid
+// namespace than this process's (both known and different).
+func (p Participant) OtherNamespace() bool {
+	ns := shm.PidNamespace()
+	return p.PidNS != 0 && ns != 0 && p.PidNS != ns
 }
 
 // Snapshot reads slot i. It writes nothing, so inspectors may call it on a
@@ -81,6 +105,8 @@ func (h *Table) snapshot(i uint64, now int64) Participant {
 		return p
 	}
 	p.ID = shm.ProcessID{PID: int32(c.PID), Start: h.area.U64(base + layout.HBSlotStart).Load()}
+	p.Boot = h.area.U64(base + layout.HBSlotBoot).Load()
+	p.PidNS = h.area.U64(base + layout.HBSlotPidNS).Load()
 	label := h.area[base+layout.HBSlotLabel : base+layout.HBSlotLabel+layout.HBLabelSize]
 	if n := bytes.IndexByte(label, 0); n >= 0 {
 		label = label[:n]
@@ -101,14 +127,28 @@ func (h *Table) snapshot(i uint64, now int64) Participant {
 	}
 	switch c.State {
 	case layout.HBClaiming, layout.HBActive, layout.HBReclaiming:
-		p.Verdict = shm.Judge(p.ID.PID, p.ID.Start, h.area.U64(base+layout.HBSlotBoot).Load(), c.State != layout.HBClaiming)
+		p.Self = h.own[i].Load()
+		p.Verdict = h.judge(i, p)
 		if c.State == layout.HBReclaiming {
-			p.Verdict.Dead = true
+			// A watchdog proved it dead and is requeueing its work.
+			p.Verdict.Dead, p.Verdict.Unknown = true, false
 		}
 	default:
 		p.Verdict = shm.Verdict{Reason: "corrupt state"}
 	}
 	return p
+}
+
+// judge decides whether slot i's member is alive. The proof is the entry
+// lock (shm.Region.JudgeEntry): a member locks its slot before claiming it
+// and until it has freed it. This handle cannot see its own locks, so the
+// slots it registered itself are answered for here, alive.
+func (h *Table) judge(i uint64, p Participant) shm.Verdict {
+	if h.own[i].Load() {
+		return shm.Verdict{Lock: shm.LockHeld, Reason: "registered through this handle"}
+	}
+	off, n := h.slotLock(i)
+	return h.reg.JudgeEntry(off, n, p.Holder())
 }
 
 // readLease reads one lease record under its seqlock: a few tries, then

@@ -40,7 +40,8 @@ type Repairable interface {
 }
 
 // Watchdog finds dead and stale participants of a heartbeat table and
-// reclaims the dead: their leases go back to their queues (at-least-once)
+// reclaims the dead (proven by their released entry locks, see
+// Table.Register; an undecided verdict is never acted on): their leases go back to their queues (at-least-once)
 // and their slots are freed. Scans from several watchdogs, in several
 // processes, may run at once: every change is a CAS from the exact word a
 // scan observed, and requeueing goes through each queue's Repair, which
@@ -69,6 +70,7 @@ type WatchReport struct {
 	Participants []Participant // every slot, as read at the start of the scan
 	Alive        int
 	Stale        int
+	Unknown      int // undecided verdicts (shm.Verdict.Unknown): treated as alive, never reclaimed
 	Dead         int
 	Free         int
 	Corrupt      int           // slots in a state the format does not define: left alone
@@ -179,6 +181,8 @@ func (w *Watchdog) Scan(apply bool) WatchReport {
 			rep.Alive++
 		case "stale":
 			rep.Stale++
+		case "unknown":
+			rep.Unknown++
 		case "dead":
 			rep.Dead++
 		case "corrupt":

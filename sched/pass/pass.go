@@ -124,7 +124,9 @@ func StartWithQueues(cfg Config, submit, result transport.Queue) (*Scheduler, er
 	if err != nil {
 		return nil, err
 	}
-	member, err := hb.Register(cfg.Label)
+	// A table full of dead members' slots recovers itself: their leases
+	// are in these rings, which Register repairs before it frees them.
+	member, err := hb.Register(cfg.Label, submit, result)
 	if err != nil {
 		hb.Close()
 		return nil, err

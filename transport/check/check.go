@@ -44,6 +44,7 @@ const (
 	ProblemReservedNonzero Problem = "reserved_nonzero" // reserved bytes (of format x.0) not zero
 	ProblemDeadParticipant Problem = "dead_participant" // an entry whose process is proven dead, or one a repair marked dead
 	ProblemBadParticipant  Problem = "bad_participant"  // an entry word no operation writes
+	ProblemUnknownLiveness Problem = "unknown_liveness" // an entry whose holder can be proven neither alive nor dead: left alone
 	ProblemRepairLock      Problem = "repair_lock"      // the repair lock held by a dead participant, an entry freed since, or corrupt
 )
 
@@ -164,17 +165,45 @@ func (r RepairReport) Changed() bool {
 }
 
 // Peer says what a file knows of one participant entry: who it records
-// and the judgement of that process (Dead is a proof: pid gone, zombie,
-// pid reused, or another boot; never a timeout).
+// and the judgement of that process (Dead is a proof: the entry lock
+// released with the pid witness agreeing where it can be asked, or
+// another boot; never a timeout).
 type Peer struct {
 	Index    int
 	State    string // free, claiming, active, dead
 	ID       shm.ProcessID
 	Attached time.Time
-	Proc     shm.ProcState // liveness of ID, for claiming/active/dead entries
+	Proc     shm.ProcState // the pid witness (same pid namespace only), for claiming/active/dead entries
+	Lock     shm.LockState // the entry lock: held by a live holder, released, or unreadable
+	PidNS    uint64        // the holder's pid namespace inode, 0 if unknown
+	OtherNS  bool          // recorded in another pid namespace than this process's: ID.PID names another process here
 	Dead     bool          // proven dead: what it owns may be repaired
+	Unknown  bool          // liveness undecided: treated as alive, nothing of it is repaired
+	Repairer bool          // the repairer entry (layout.PeerEntries), held only while repairing without an entry of one's own
 	Reason   string        // why it is judged dead or alive
 	Self     bool          // this handle
+}
+
+// Entry names the entry as findings do: "participant 3", or "the
+// repairer entry (3)".
+func (p Peer) Entry() string {
+	if p.Repairer {
+		return fmt.Sprintf("the repairer entry (%d)", p.Index)
+	}
+	return fmt.Sprintf("participant %d", p.Index)
+}
+
+// Where names the holder as a human should read it: "pid 1 (start 42)",
+// or "pid 1 in another pid namespace (pid:[4026532...])" when its pid
+// means another process here.
+func (p Peer) Where() string {
+	if p.ID.PID == 0 {
+		return "no process" // a free entry, or the repairer entry left holding what a repair parked there
+	}
+	if p.OtherNS {
+		return fmt.Sprintf("pid %d in another pid namespace (%s)", p.ID.PID, shm.PidNamespaceName(p.PidNS))
+	}
+	return p.ID.String()
 }
 
 // ReservedHeader reports the header bytes a format x.0 leaves reserved (a

@@ -91,7 +91,7 @@ func (m *Map) PlanRepair() []check.Finding { return m.Check().Plan() }
 func (m *Map) bucketFinding(base uint64, br BucketReport, done bool) check.Finding {
 	f := check.Finding{Location: fmt.Sprintf("bucket[%d].ctl", br.Index), Offset: base + m.lay.BucketOff(br.Index), Raw: br.Raw,
 		Owner: br.Owner, OwnerID: br.OwnerID, Verdict: br.Verdict, Dead: br.Dead, Action: check.ActionNone}
-	by := fmt.Sprintf("participant %d, %s, proven dead (%s)", br.Owner, br.OwnerID, br.Verdict)
+	by := fmt.Sprintf("participant %d, %s, proven dead (%s)", br.Owner, br.Where, br.Verdict)
 	switch br.Problem {
 	case OrphanedInsert, OrphanedLock:
 		f.Problem = check.ProblemOrphanedInsert
@@ -100,10 +100,6 @@ func (m *Map) bucketFinding(base uint64, br BucketReport, done bool) check.Findi
 			f.Problem, what = check.ProblemOrphanedLock, "entry locked for an update or delete by"
 		}
 		switch {
-		case !br.Dead:
-			// Stamped with an entry being claimed: the claimer rolls it
-			// back before it writes; a repair does not count it dead.
-			f.Detail = fmt.Sprintf("%s participant %d, an earlier owner of the entry a new process is claiming now: that process rolls it back as it attaches; a repair leaves it", what, br.Owner)
 		case br.Problem == OrphanedInsert:
 			f.Action = check.ActionTombstone
 			f.Detail = fmt.Sprintf("%s %s, and the insert never returned: %s (nobody was promised the entry)", what, by, remedy(done, "a repair makes the bucket a tombstone", "made a tombstone"))
@@ -134,12 +130,12 @@ func (m *Map) homeFinding(base uint64, hr HomeLockReport, done bool) check.Findi
 	release := remedy(done, "a repair releases it", "released")
 	if hr.Problem == Corrupt {
 		f.Problem = check.ProblemBadHomeLock
-		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d participants: %s", hr.Raw, m.lay.Participants, release)
+		f.Detail = fmt.Sprintf("word %#016x names no entry of the table of %d entries: %s", hr.Raw, m.lay.Entries, release)
 		return f
 	}
 	f.Problem = check.ProblemOrphanedHome
 	if hr.Dead {
-		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): %s", hr.Holder, hr.HolderID, hr.Verdict, release)
+		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): %s", hr.Holder, hr.Where, hr.Verdict, release)
 		return f
 	}
 	r := layout.UnpackRole(hr.Raw & layout.HashMapHomeHolderMask)
@@ -155,31 +151,4 @@ func remedy(done bool, plan, did string) string {
 		return did
 	}
 	return plan
-}
-
-// tookOverLock is Repair's finding for the repair lock word prev it took
-// over.
-func (m *Map) tookOverLock(base, prev uint64) check.Finding {
-	f := check.Finding{Problem: check.ProblemRepairLock, Location: "hashmap.repair_lock", Offset: base + layout.HashMapOffRepairLock, Raw: prev, Owner: -1, Action: check.ActionTakeOverLock}
-	if layout.ValidateRole(prev, m.tab.Len()) != nil {
-		f.Detail = fmt.Sprintf("word %#016x named no entry of the table of %d participants: taken over", prev, m.tab.Len())
-		return f
-	}
-	r := layout.UnpackRole(prev)
-	p, _ := m.tab.Status(uint64(r.Index()))
-	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead
-	if p.Dead {
-		f.Detail = fmt.Sprintf("held by participant %d, %s, proven dead (%s): taken over, its work finished", r.Index(), p.ID, p.Reason)
-	} else {
-		f.Detail = fmt.Sprintf("held by participant %d at generation %d, an entry freed since: taken over", r.Index(), r.Gen)
-	}
-	return f
-}
-
-// freedEntry is Repair's finding for the dead participant p it freed.
-func (m *Map) freedEntry(base uint64, p check.Peer) check.Finding {
-	return check.Finding{Problem: check.ProblemDeadParticipant, Location: fmt.Sprintf("participant[%d].ctl", p.Index),
-		Offset: base + m.lay.ParticipantOff(uint64(p.Index)), Raw: m.tab.Entry(uint64(p.Index)).Ctl.Load(),
-		Owner: p.Index, OwnerID: p.ID, Verdict: p.Reason, Dead: true, Action: check.ActionFreeEntry,
-		Detail: fmt.Sprintf("%s entry of %s, proven dead (%s): marked dead and freed", p.State, p.ID, p.Reason)}
 }

@@ -210,13 +210,17 @@ var hmDamageCases = []hmCase{
 	}},
 	{"bucket of an entry being claimed", func(t *testing.T, m *Map) ([]hmFinding, []string) {
 		// Entry 2 is being claimed by a live process (this one, stopped
-		// in its attach); a bucket stamped with it is an earlier owner's,
-		// which the claimer rolls back: a repair leaves it.
+		// in its attach: it holds the entry's lock, as a claimer does
+		// before it writes the word). Attach claims only free entries,
+		// and an entry is freed only once nothing is stamped with it, so
+		// a bucket stamped with it is no operation's: corrupt, and left
+		// alone, as is the live claimer's entry.
 		hmPreload(t, m)
+		holdEntryLock(t, m.Path(), 2)
 		m.tab.Entry(2).Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, PID: uint32(shm.Self().PID)}.Pack())
 		i := hmEmptyBucket(t, m)
 		m.ctl(i).Store(layout.HashMapWord{State: layout.BucketInserting, Owner: 3, Version: 1}.Pack())
-		return []hmFinding{hmBucketWant(m, i, check.ProblemOrphanedInsert, check.ActionNone, 2)}, []string{fmt.Sprintf("bucket[%d].ctl", i)}
+		return []hmFinding{hmBucketWant(m, i, check.ProblemCorruptBucket, check.ActionNone, 2)}, []string{fmt.Sprintf("bucket[%d].ctl", i)}
 	}},
 }
 

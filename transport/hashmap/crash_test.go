@@ -49,7 +49,8 @@ const (
 //
 //	script          run hmScript, print "ok J" after step J returns
 //	repair          run Repair
-//	attach-put      attach (possibly taking over a dead entry), put KEY
+//	attach-put      attach (in a full table: after the repair the attach
+//	                runs to free dead entries), put KEY
 //	                with hmValue(KEY, 9, SEQ), print "ok"
 //	attach          attach and exit without Close
 //	stress-writer   OPS random puts and deletes on KEYS keys as writer
@@ -58,12 +59,29 @@ const (
 //	                print "ok K" for each one this process inserted
 //	stress-reader   Get and Range until key "stop" appears, checking
 //	                every value; print "reads N"
+//
+// Other test files add roles to hmRoles (run on an attached handle) and
+// hmUnattachedRoles (given the path; they open the map themselves).
 func TestHashMapHelperProcess(t *testing.T) { hmHelper.Serve(hashMapChild) }
 
+var (
+	hmRoles           = map[string]func(m *Map) error{}
+	hmUnattachedRoles = map[string]func(path string) error{}
+)
+
 func hashMapChild(role string) error {
+	if run, ok := hmUnattachedRoles[role]; ok {
+		return run(proctest.EnvPath())
+	}
 	m, err := Open(proctest.EnvPath())
 	if err != nil {
 		return err
+	}
+	if run, ok := hmRoles[role]; ok {
+		if err := run(m); err != nil {
+			return err
+		}
+		return m.Close()
 	}
 	if role == "attach" {
 		return nil // keep the entry: exit without Close
@@ -525,20 +543,22 @@ func TestHashMapCrashRepairer(t *testing.T) {
 }
 
 // TestHashMapCrashReclaim: in a table with no free entry, a process that
-// attaches takes over the entry of a writer proven dead and rolls back
-// what it left before using the entry, without any Repair; a process
-// killed while taking an entry is taken over likewise.
+// attaches runs a repair as the table's repairer entry, which rolls back
+// what a writer proven dead left and frees its entry, and then takes that
+// entry, with no attached process calling Repair; a process killed while
+// claiming an entry (its lock taken, the entry not yet active) is proven
+// dead by its released lock and its entry freed likewise.
 func TestHashMapCrashReclaim(t *testing.T) {
 	m := hmCrashMap(t, 2) // the parent and one more
 	model := hmPreload(t, m)
 	hmRunCrashChild(t, m.Path(), "script", crashHashmapUpdateAfterWrite, 1)
 	if s := m.Scan(); s.Problems != 2 {
-		t.Fatalf("scan before the takeover: %+v", s)
+		t.Fatalf("scan before the attach: %+v", s)
 	}
 	hmRunChild(t, m.Path(), "attach-put", "KEY=0", "SEQ=77")
 	model[0] = string(hmValue(0, 9, 77, m.ValueSize()))
 	if c := m.Counters(); c.RolledBack != 1 || c.HomeTakeovers != 1 {
-		t.Fatalf("counters after the takeover: %+v", c)
+		t.Fatalf("counters after the attach: %+v", c)
 	}
 	hmCheckExact(t, m, model)
 

@@ -8,9 +8,15 @@
 //
 // It is crash-safe as the transports are: every bucket or home lock a
 // writer takes names the writer's entry in the file's participant table,
-// so what a SIGKILLed writer leaves behind is found by Scan and Check and
-// rolled back by Repair (or by the next writer, or the next process that
-// takes over the entry) on proof of death only, never on a timeout.
+// and the writer holds an open-file-description lock on that entry for as
+// long as it is attached, which the kernel drops when it dies, in any pid
+// namespace. So what a SIGKILLed writer leaves behind is found by Scan and
+// Check and rolled back by Repair (or by the next writer that needs the
+// bucket, or by the repair an attach runs when the table has no free
+// entry) on proof of death only, never on a timeout; a writer whose death
+// cannot be proven (its lock unreadable) is left alone. OpenForRepair
+// checks and repairs without a participant entry, as the table's
+// repairer entry.
 // Shared memory is untrusted: corruption is reported as
 // transport.ErrCorrupt, never a panic. Errors are package transport's
 // (errors.Is(err, transport.ErrFull), transport.ErrNotFound, ...), and

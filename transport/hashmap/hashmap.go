@@ -19,7 +19,7 @@ type Config struct {
 	Capacity     uint64 // buckets, a power of two in [2, 2^24]: the most keys the map holds
 	KeySize      uint32 // largest key in bytes, 1 to 1024
 	ValueSize    uint32 // largest value in bytes, 1 to 65536
-	Participants uint32 // size of the participant table, 1 to 1023 (default 64)
+	Participants uint32 // size of the participant table, 1 to 1022 (default 64); the file keeps one more, the repairer entry
 }
 
 func (c Config) geometry() layout.Geometry {
@@ -54,9 +54,10 @@ func (c Config) validGeometry(path string) (layout.Geometry, error) {
 // Like a transport.Ring, a Map value is one participant: it is registered in the
 // file's participant table, every lock it takes names that registration,
 // and what a process killed mid-write leaves behind (a half-written insert,
-// update or delete, a held home lock) is rolled back on proof of its death,
-// by Repair, by the next writer that needs the bucket, or by the next
-// process that takes over its table entry.
+// update or delete, a held home lock) is rolled back on proof of its death
+// (its entry lock released, see package shm), by Repair, by the next writer
+// that needs the bucket, or by the repair that a process attaching to a
+// table with no free entry runs to free the dead participants' entries.
 //
 // All methods are safe for concurrent use, except Close, which must come
 // after every other call on the value has returned.
@@ -71,8 +72,9 @@ type Map struct {
 	repairs                             *atomic.Uint64
 	tab                                 peers.Table // participants, the repair lock, and our entry (tab.Self)
 	id                                  uint64
-	homeSeq                             atomic.Uint64 // home lock acquisitions by this handle (homeValue)
-	homeWaitMax                         time.Duration // defaultHomeWaitMax; tests shorten it on their handles
+	homeSeq                             atomic.Uint64       // home lock acquisitions by this handle (homeValue)
+	homeWaitMax                         time.Duration       // defaultHomeWaitMax; tests shorten it on their handles
+	deadScanHook                        func(bucket uint64) // nil but in tests: runs in rollBackDeadInserts before each bucket is loaded
 }
 
 // Create creates a hash map file at path (a bare name lives in
@@ -108,6 +110,15 @@ func OpenOrCreate(path string, cfg Config, opts ...shm.Option) (*Map, bool, erro
 	return shm.OpenOrCreateAs(path, shm.Spec{Kind: layout.KindHashMap, Geometry: g}, attachMap, opts...)
 }
 
+// OpenForRepair maps a hash map read-write without attaching: for tools
+// that check and repair a map without taking a participant entry (which a
+// full table may not have). Get, Range, Len, Counters, Peers, Scan, Check
+// and PlanRepair work; Repair runs as the table's repairer entry; Put and
+// Delete return transport.ErrNotAttached.
+func OpenForRepair(path string, opts ...shm.Option) (*Map, error) {
+	return shm.OpenAs(path, shm.Spec{Kind: layout.KindHashMap}, viewMap, opts...)
+}
+
 // OpenReadOnly maps a hash map read-only without attaching: Get,
 // Range, Len, Counters, Peers and Scan work; Put, Delete and Repair return
 // transport.ErrNotAttached.
@@ -132,7 +143,7 @@ func viewMap(reg *shm.Region) (*Map, error) {
 	m.live, m.inserts, m.updates, m.deletes = u64(layout.HashMapOffLive), u64(layout.HashMapOffInserts), u64(layout.HashMapOffUpdates), u64(layout.HashMapOffDeletes)
 	m.fullHits, m.rolledBack, m.homeTakeovers = u64(layout.HashMapOffFullHits), u64(layout.HashMapOffRolledBack), u64(layout.HashMapOffHomeTakeovers)
 	m.repairs = u64(layout.HashMapOffRepairs)
-	m.tab = peers.New(m.area, layout.HashMapOffParticipants, lay.Participants, u64(layout.HashMapOffRepairLock), reg.Path())
+	m.tab = peers.New(reg, m.area, layout.HashMapOffParticipants, lay.Participants, u64(layout.HashMapOffRepairLock))
 	m.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return m, nil
 }
@@ -142,7 +153,10 @@ func attachMap(reg *shm.Region) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.tab.Attach(m.reclaimStamp); err != nil {
+	// No entry free: repair as the repairer (which rolls back what dead
+	// writers left and frees their entries), then try again.
+	err = m.tab.Attach(m.repairAs)
+	if err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -125,8 +125,12 @@ func TestHomeLockNamingAClaimingEntryHasNoHolder(t *testing.T) {
 	m := newHashMap(t, Config{Capacity: 8, KeySize: 8, ValueSize: 8, Participants: 8})
 	m.homeWaitMax = 30 * time.Millisecond
 	self := shm.Self()
-	e := m.tab.Entry(4) // a process stopped in the middle of its attach (tryAttach: free gen 0 -> claiming gen 0)
-	e.Ctl.Store(layout.PeerCtl{State: layout.PeerClaiming, Gen: 0, PID: uint32(self.PID)}.Pack())
+	// A live process stopped in the middle of its attach (tryAttach:
+	// entry lock taken, then free gen 0 -> claiming gen 0).
+	holdEntryLock(t, m.Path(), 4)
+	e := m.tab.Entry(4)
+	claiming := layout.PeerCtl{State: layout.PeerClaiming, Gen: 0, PID: uint32(self.PID)}.Pack()
+	e.Ctl.Store(claiming)
 	key := []byte("k")
 	hl := m.home(layout.HashMapHash(key) & m.mask)
 	junk := peers.LockValue(5, 0) | 7<<layout.HashMapHomeSeqShift
@@ -138,5 +142,8 @@ func TestHomeLockNamingAClaimingEntryHasNoHolder(t *testing.T) {
 	_, perr := m.Put(key, []byte("v"))
 	if perr != nil || rr.Count(check.ActionReleaseHome) != 1 {
 		t.Fatalf("home lock %#x naming a claiming entry (documented: no possible holder): Repair released %d, Put: %v", junk, rr.Count(check.ActionReleaseHome), perr)
+	}
+	if got := e.Ctl.Load(); got != claiming || len(rr.DeadPeers) != 0 {
+		t.Fatalf("Repair touched the live claimer's entry: word %#x (was %#x), dead peers %+v", got, claiming, rr.DeadPeers)
 	}
 }

@@ -46,113 +46,130 @@ func keyHomed(m *Map, home uint64, prefix string) []byte {
 
 // TestDeadInsertRollbackNeverRollsBackALiveNewcomersInsert: a writer's
 // scan that judged a participant dead does not roll back the insert of a
-// live process that has since taken over the dead one's table entry (same
-// stamp), and the writer's own Put is never lost.
+// live process that has since been given the dead one's table entry (same
+// stamp) by the repair its attach to a full table ran, and the writer's
+// own Put is never lost.
 //
 // Was a bug (review bug 1, stale death verdict): rollBackDeadInserts judged
 // each owner stamp once and cached the verdict for the whole scan. A stamp
-// names a table entry, not a process: while the scan runs, a process
-// attaching into the dead participant's entry (takeOverDead) reclaims what
-// the dead one left and starts inserting with the same stamp. The scan then
-// rolled back the live newcomer's INSERTING bucket on the stale "dead"
-// verdict. The newcomer went on and published with a plain Store over
-// whatever the bucket had become: here the scanning writer re-used the
-// bucket for its own key, whose Put (reported inserted) was then silently
-// lost, and the bucket's version went backwards. Now each bucket is judged
-// after its word is loaded (a verdict is reused only for the same entry
-// control word), and publishes are CASes from the word the writer stored.
+// names a table entry, not a process: while the scan runs, the entry of
+// the dead writer can pass to a new process that starts inserting with the
+// same stamp. The scan then rolled back the live newcomer's INSERTING
+// bucket on the stale "dead" verdict. The newcomer went on and published
+// with a plain Store over whatever the bucket had become: the scanning
+// writer had re-used the bucket for its own key, whose Put (reported
+// inserted) was then silently lost, and the bucket's version went
+// backwards. Now each bucket is judged after its word is loaded (a verdict
+// is reused only for the same entry control word), and publishes are CASes
+// from the word the writer stored.
+//
+// In format 1 the newcomer took the dead entry over directly as it
+// attached. Since the entry-lock table (format 2) an attach takes only a
+// free entry, and one that finds none while some are dead first runs a
+// repair as the repairer entry, which rolls back what the dead left and
+// frees their entries: the entry changes hands the same way in the middle
+// of the writer's scan, now through that repair. A hook in the scan
+// (deadScanHook) makes the interleaving exact: the newcomer attaches and
+// claims its bucket after the scan judged the dead writer, before it
+// loads that bucket.
 //
 // Added in commit 4ca21a8 (the hash map's review fixes) as
-// TestHashMapRegressionStaleDeathVerdict.
+// TestHashMapRegressionStaleDeathVerdict; rewritten for the entry-lock
+// table.
 func TestDeadInsertRollbackNeverRollsBackALiveNewcomersInsert(t *testing.T) {
-	const capacity, last = 2048, 2047
-	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: layout.HashMapMaxParticipants})
+	const capacity, last = 16, 15
+	m := newHashMap(t, Config{Capacity: capacity, KeySize: 8, ValueSize: 8, Participants: 4})
 	self := shm.Self()
-	dead := deadPID(t)
-	// Entry 0: m. Entry 1 (stamp 2): a dead process D. Entries 2..: live
-	// (this process), so that the table is full and judging them is slow.
+	// Entry 0: m, the writer W. Entry 1 (stamp 2): a dead process D (its
+	// entry active, its lock free, its pid reaped). Entries 2 and 3: live
+	// holders (their locks held from handles of their own). No entry is
+	// free.
 	for i := uint64(1); i < m.lay.Participants; i++ {
 		e := m.tab.Entry(i)
 		pid, start := uint32(self.PID), self.Start
 		if i == 1 {
-			pid, start = dead, 12345
+			pid, start = deadPID(t), 12345
+		} else {
+			holdEntryLock(t, m.Path(), i)
 		}
 		e.Start.Store(start)
 		e.Boot.Store(m.tab.Boot())
+		e.PidNS.Store(shm.PidNamespace())
 		e.Ctl.Store(layout.PeerCtl{State: layout.PeerActive, PID: pid}.Pack())
 	}
-	// Every bucket used: bucket 0 and the last are D's unfinished inserts,
-	// buckets 1..1021 live participants' inserts in progress (stamps
-	// 3..1023, each judged once), the rest full with 8-byte keys.
+	// Every bucket used: bucket 0 and the last are D's unfinished
+	// inserts, the rest full with 8-byte keys.
 	for i := uint64(0); i < capacity; i++ {
 		w := layout.HashMapWord{State: layout.BucketFull, Version: 2}
-		switch {
-		case i == 0 || i == last:
+		if i == 0 || i == last {
 			w = layout.HashMapWord{State: layout.BucketInserting, Owner: 2, Version: 1}
-		case i < m.lay.Participants-1:
-			w = layout.HashMapWord{State: layout.BucketInserting, Owner: uint16(i + 2), Version: 1}
 		}
 		m.keyLen(i).Store(8)
 		binary.LittleEndian.PutUint64(m.keyBytes(i, 8), 1<<60|i)
 		m.ctl(i).Store(w.Pack())
 	}
-	wkey := keyHomed(m, last, "w") // the writer's key: homed at the last bucket
-	var wDone atomic.Bool
-	var wIns bool
-	var wErr error
-	go func() {
-		wIns, wErr = m.Put(wkey, []byte("W-value"))
-		wDone.Store(true)
-	}()
-	// Wait for the writer's scan to judge D dead (it rolls bucket 0 back).
-	for layout.UnpackHashMapWord(m.ctl(0).Load()).State == layout.BucketInserting {
-		if wDone.Load() {
-			t.Fatalf("Put ended first: %v %v", wIns, wErr)
+	wkey := keyHomed(m, last, "w") // the writer's key: homed at the last bucket, its probe sequence last, 0, 1, ...
+	var c *Map
+	var claim layout.HashMapWord
+	m.deadScanHook = func(i uint64) {
+		if i != last || c != nil {
+			return
+		}
+		// The scan has judged D dead and rolled back bucket 0.
+		if w := layout.UnpackHashMapWord(m.ctl(0).Load()); w.State != layout.BucketTombstone {
+			t.Fatalf("bucket 0 %+v: the scan did not roll back D's insert", w)
+		}
+		// Process C attaches: the table has no free entry and D is dead,
+		// so C's attach repairs as the repairer (rolling back D's other
+		// insert, freeing D's entry) and takes D's entry.
+		c = openHashMap(t, m.Path())
+		if c.Participant() != 1 {
+			t.Fatalf("C got entry %d, want D's entry 1", c.Participant())
+		}
+		raw := c.ctl(last).Load()
+		w := layout.UnpackHashMapWord(raw)
+		if w.State != layout.BucketTombstone {
+			t.Fatalf("last bucket %+v after C's attach", w)
+		}
+		// C starts an insert into the last bucket (the claim step of
+		// Map.insert, with C's stamp, D's old one).
+		claim = w.Next()
+		claim.State, claim.Owner = layout.BucketInserting, c.tab.Self
+		if !c.ctl(last).CompareAndSwap(raw, claim.Pack()) {
+			t.Fatal("C's claim failed")
 		}
 	}
-	// Process C attaches: the table is full, D's entry is taken over, D's
-	// leftovers reclaimed. Then C starts an insert into the last bucket
-	// (the claim step of Map.insert, with C's stamp).
-	c := openHashMap(t, m.Path())
-	if c.Participant() != 1 {
-		t.Fatalf("C got entry %d, want D's entry 1", c.Participant())
+	ins, err := m.Put(wkey, []byte("W-value"))
+	m.deadScanHook = nil
+	if c == nil {
+		t.Fatal("the writer's Put never scanned the last bucket for dead inserts")
 	}
-	raw := c.ctl(last).Load()
-	w := layout.UnpackHashMapWord(raw)
-	if w.State != layout.BucketTombstone {
-		t.Fatalf("last bucket %+v after C's reclaim", w)
+	if err != nil || !ins {
+		t.Fatalf("writer's Put: inserted %v, %v", ins, err)
 	}
-	claim := w.Next()
-	claim.State, claim.Owner = layout.BucketInserting, c.tab.Self
-	if !c.ctl(last).CompareAndSwap(raw, claim.Pack()) {
-		t.Fatal("C's claim failed")
+	if now := layout.UnpackHashMapWord(c.ctl(last).Load()); now != claim {
+		t.Fatalf("a live participant's insert was rolled back by the writer's rollBackDeadInserts: last bucket %+v, C's claim %+v", now, claim)
 	}
-	if wDone.Load() {
-		t.Skip("timing: the writer finished before C claimed")
+	// C finishes its insert exactly as Map.insert does; both keys read.
+	ckey := []byte("C")
+	c.keyLen(last).Store(uint32(len(ckey)))
+	copy(c.keyBytes(last, uint32(len(ckey))), ckey)
+	next := claim.Active ^ 1
+	c.valueLen(last, next).Store(7)
+	copy(c.valueBytes(last, next, 7), "C-value")
+	pub := claim.Next()
+	pub.State, pub.Owner, pub.Active = layout.BucketFull, 0, next
+	if !c.ctl(last).CompareAndSwap(claim.Pack(), pub.Pack()) {
+		t.Fatal("C's publish failed")
 	}
-	for !wDone.Load() {
-		time.Sleep(time.Millisecond)
+	buf := make([]byte, 8)
+	for k, v := range map[string]string{string(wkey): "W-value", "C": "C-value"} {
+		if n, err := m.Get([]byte(k), buf); err != nil || string(buf[:n]) != v {
+			t.Fatalf("Get(%q) = %q, %v, want %q", k, buf[:n], err, v)
+		}
 	}
-	if wErr != nil || !wIns {
-		t.Fatalf("writer's Put: inserted %v, %v", wIns, wErr)
-	}
-	now := c.ctl(last).Load()
-	if now != claim.Pack() {
-		// C is alive and still inside its insert: finish it exactly as
-		// Map.insert does, then look at the writer's key.
-		ckey := []byte("C")
-		c.keyLen(last).Store(uint32(len(ckey)))
-		copy(c.keyBytes(last, uint32(len(ckey))), ckey)
-		next := w.Active ^ 1
-		c.valueLen(last, next).Store(7)
-		copy(c.valueBytes(last, next, 7), "C-value")
-		pub := claim.Next()
-		pub.State, pub.Owner, pub.Active = layout.BucketFull, 0, next
-		c.ctl(last).Store(pub.Pack())
-		buf := make([]byte, 8)
-		_, gerr := m.Get(wkey, buf)
-		t.Fatalf("a live participant's insert was rolled back by the writer's rollBackDeadInserts (word %+v, C's claim %+v, version went %d -> %d when C published); Get(%q) after its Put reported inserted: %v",
-			layout.UnpackHashMapWord(now), claim, layout.UnpackHashMapWord(now).Version, pub.Version, wkey, gerr)
+	if rep := m.Check(); !rep.Clean() {
+		t.Fatalf("Check: %+v", rep.Findings)
 	}
 }
 

@@ -492,9 +492,9 @@ func (m *Map) homeValue() uint64 {
 
 // homeHolderAlive reports whether a home lock word names a live holder
 // (the acquisition count plays no part in that). Only an active entry
-// takes home locks, so, unlike a deque's repair lock (which an attach may
-// hold while its entry is still claiming), a word naming a claiming entry
-// names nobody.
+// takes home locks (a process claiming an entry holds nothing yet, and the
+// repairer entry never takes one), so a word naming a claiming entry names
+// nobody.
 func (m *Map) homeHolderAlive(v uint64) bool {
 	v &= layout.HashMapHomeHolderMask
 	if v == 0 || layout.ValidateRole(v, m.tab.Len()) != nil {
@@ -559,11 +559,12 @@ func (m *Map) lockHome(hl *atomic.Uint64, bucket uint64) (uint64, error) {
 // healLocked handles a bucket of our key found locked by someone else
 // while we hold the key's home lock. Only a writer that held the home lock
 // before us can have locked it, and we hold it because that writer was
-// proven dead: the bucket is rolled back. An owner not proven dead (its
-// entry is being taken over by a process that is rolling the bucket back
-// right now, its liveness is unreadable, or the word is corrupt) is judged
-// again after a pause, and after m.homeWaitMax (counted from *since, set
-// on the first call) the bucket is reported corrupt.
+// proven dead (or it named no possible holder): the bucket is rolled back.
+// An owner not proven dead (its liveness undecided for now: its entry lock
+// unreadable, or released by a process that is still exiting; or the word
+// is corrupt) is judged again after a pause, and after m.homeWaitMax
+// (counted from *since, set on the first call) the bucket is reported
+// corrupt.
 func (m *Map) healLocked(i, raw uint64, round int, since *time.Time) error {
 	owner := layout.UnpackHashMapWord(raw).Owner
 	if m.tab.StampDead(owner) {
@@ -609,8 +610,9 @@ func (m *Map) rollBack(i, raw uint64) bool {
 
 // rollBackDeadInserts rolls back the inserting buckets of writers proven
 // dead, for an insert that found no free bucket. An owner stamp names a
-// table entry, not a process: the entry may be taken over by a new process
-// (with the same stamp) while the scan runs. So each bucket is judged after
+// table entry, not a process: while the scan runs, a repair (any
+// process's, such as the one an attach to a full table runs) may free a
+// dead writer's entry and a new process take it, with the same stamp. So each bucket is judged after
 // its word is loaded, against the entry as it is then; a verdict is reused
 // only for the same entry control word (same state, generation and pid:
 // the same registration), re-read after loading the bucket.
@@ -618,6 +620,9 @@ func (m *Map) rollBackDeadInserts() int {
 	verdicts := map[uint16]hmVerdict{}
 	n := 0
 	for i := uint64(0); i < m.lay.Capacity; i++ {
+		if m.deadScanHook != nil {
+			m.deadScanHook(i)
+		}
 		raw := m.ctl(i).Load()
 		w := layout.UnpackHashMapWord(raw)
 		if w.State != layout.BucketInserting || w.Validate(&m.lay) != nil {
@@ -639,12 +644,13 @@ type hmVerdict struct {
 
 // ownerDead reports whether the participant that owner stamp names is
 // proven dead. The caller has loaded the bucket word naming it first: the
-// entry is read after that, so a new process that took the entry over
-// before the bucket was stamped with its stamp is the one judged. A
+// entry is read after that, so a new process that took the entry (freed
+// by a repair) before the bucket was stamped with its stamp is the one
+// judged. A
 // verdict in cache is used only while the entry's control word is the one
 // it was made for.
 func (m *Map) ownerDead(stamp uint16, cache map[uint16]hmVerdict) bool {
-	if stamp == 0 || uint64(stamp) > m.lay.Participants {
+	if stamp == 0 || uint64(stamp) > m.lay.Entries {
 		return false
 	}
 	ctl := m.tab.Entry(uint64(stamp - 1)).Ctl.Load()

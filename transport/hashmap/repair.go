@@ -38,6 +38,7 @@ type BucketReport struct {
 	Problem Problem
 	Owner   int           // participant index of the writer holding it, -1 for none
 	OwnerID shm.ProcessID // the owner's identity as the table records it
+	Where   string        // the owner as humans read it (check.Peer.Where: "pid 1 in another pid namespace (...)")
 	Alive   bool          // the owner is not proven dead
 	Dead    bool          // the owner's entry is proven dead: what a Repair rolls back
 	Verdict string        // why the owner is judged dead or alive
@@ -50,6 +51,7 @@ type HomeLockReport struct {
 	Raw      uint64
 	Holder   int           // participant index, -1 when the word names none
 	HolderID shm.ProcessID // the holder's identity as the table records it
+	Where    string        // the holder as humans read it (check.Peer.Where)
 	Alive    bool          // the holder is alive: its entry is active, still has the generation the word records, and is not proven dead
 	Dead     bool          // the holder's entry is proven dead
 	Verdict  string        // why the holder's entry is judged dead or alive
@@ -199,7 +201,7 @@ func (m *Map) classifyBucket(i, raw uint64, peer func(int) check.Peer) BucketRep
 	// The owner is judged also when the lengths are corrupt: a Repair
 	// unlocks a dead writer's bucket whatever its lengths say.
 	p := peer(br.Owner)
-	br.OwnerID, br.Alive, br.Dead, br.Verdict = p.ID, !p.Dead, p.Dead, p.Reason
+	br.OwnerID, br.Where, br.Alive, br.Dead, br.Verdict = p.ID, p.Where(), !p.Dead, p.Dead, p.Reason
 	if lengths != nil {
 		br.Problem, br.Err = Corrupt, lengths.Error()
 		return br
@@ -211,13 +213,15 @@ func (m *Map) classifyBucket(i, raw uint64, peer func(int) check.Peer) BucketRep
 		br.Problem, br.Err, br.Alive = Corrupt, "owner entry is free", false
 		return br
 	case p.State == "claiming" && !p.Dead:
-		// The entry is being taken over (or taken after it was freed):
-		// the process claiming it rolls back what is stamped with it
-		// before it writes anything, so this is an earlier owner's, left
-		// behind. The table no longer records that owner.
-		br.OwnerID, br.Alive = shm.ProcessID{}, false
-		br.Verdict = "entry being claimed by a new process, which rolls this back before it writes"
-		p.Dead = true
+		// A live process is claiming the entry. Attach claims only free
+		// entries, and an entry is freed only once every bucket stamped
+		// with it was rolled back (or by a clean detach, which leaves
+		// none); the repairer entry, the one entry claimed from any
+		// state, stamps no bucket. So no operation left this, neither
+		// the claimer nor an earlier owner: as with a free entry, no
+		// process can be proven to own it, and no repair may guess.
+		br.Problem, br.Err, br.Alive = Corrupt, "owner entry is being claimed by a new process, which holds nothing yet", false
+		return br
 	}
 	if p.Dead {
 		if w.State == layout.BucketInserting {
@@ -235,7 +239,7 @@ func (m *Map) classifyBucket(i, raw uint64, peer func(int) check.Peer) BucketRep
 func (m *Map) classifyHome(i, v uint64, peers []check.Peer) HomeLockReport {
 	hr := HomeLockReport{Bucket: i, Raw: v, Holder: -1}
 	holder := v & layout.HashMapHomeHolderMask
-	if holder == 0 || layout.ValidateRole(holder, m.lay.Participants) != nil {
+	if holder == 0 || layout.ValidateRole(holder, m.lay.Entries) != nil {
 		hr.Problem = Corrupt
 		return hr
 	}
@@ -249,7 +253,7 @@ func (m *Map) classifyHome(i, v uint64, peers []check.Peer) HomeLockReport {
 	} else {
 		ps, _ = m.tab.Status(uint64(hr.Holder))
 	}
-	hr.HolderID, hr.Dead, hr.Verdict = ps.ID, ps.Dead, ps.Reason
+	hr.HolderID, hr.Where, hr.Dead, hr.Verdict = ps.ID, ps.Where(), ps.Dead, ps.Reason
 	return hr
 }
 
@@ -274,13 +278,25 @@ func (m *Map) recheckHome(i uint64, hr HomeLockReport) (HomeLockReport, bool) {
 // Repair rolls back what dead participants left behind: a half-done
 // insert becomes a tombstone, a half-done update or delete is undone (the
 // entry keeps its old value), home locks they held are released, and
-// their table entries are freed. It acts only on proof of death (pid and
-// start time, or an earlier boot), never on a timeout, so it is safe while
-// live processes use the map; every change is a CAS from the exact word
-// that names the dead owner, with the version bumped so that readers that
-// read across it read again. It is idempotent. One repairer runs at a time
-// (transport.ErrRepairBusy otherwise); a repairer that died holding that role is
-// replaced on proof of death.
+// their table entries are freed. It acts only on proof of death (the
+// dead participant's entry lock released, in whatever pid namespace it
+// ran, with the pid and start time agreeing where they can be asked; or
+// an earlier boot), never on a timeout or an undecided verdict, so it is
+// safe while live processes use the map; every change is a CAS from the
+// exact word that names the dead owner, with the version bumped so that
+// readers that read across it read again. It is idempotent. One repairer
+// runs at a time (transport.ErrRepairBusy otherwise); a repairer that died
+// holding that role is replaced on proof of death.
+//
+// An attached handle repairs as its own entry. A handle without one
+// (OpenForRepair) repairs as the table's repairer entry, which it locks
+// and claims for the length of the call like any entry, so a repair needs
+// no free participant entry and its own death is provable; it fails with
+// transport.ErrRepairBusy while another live process holds that entry. A
+// repair stamps only the repair lock with its entry (never a bucket or a
+// home lock), at the entry's generation, so a repairer that took the
+// repairer entry over from a dead holder tells that holder's repair lock
+// from its own, and finishes what the dead one left.
 //
 // The report lists one finding per action taken, in the order taken
 // (check.ActionTakeOverLock, then check.ActionTombstone, check.ActionUnlock and
@@ -289,18 +305,42 @@ func (m *Map) recheckHome(i uint64, hr HomeLockReport) (HomeLockReport, bool) {
 // Corrupt counts the bucket control words left alone.
 //
 // Writers do not depend on it: one that needs a bucket or home lock a dead
-// writer left rolls it back itself, and a process attaching in a dead
-// participant's entry rolls back what that participant left.
+// writer left rolls it back itself; and a process that attaches to a table
+// with no free entry runs this repair (as the repairer entry) when some
+// entries are dead, which frees them, so dead participants never exhaust
+// the table. An attach never takes an entry that is not free, so an entry
+// is reused only once everything stamped with it was rolled back.
 //
 // It runs under the file's fault guard (not the per-operation paths): a
 // file truncated or holed under it gives an error wrapping shm.ErrFault,
 // and ErrTruncated or ErrSparse when the file shows which, with an empty
 // report, instead of a crash.
 func (m *Map) Repair() (check.RepairReport, error) {
-	rep, err := guarded(m.reg, "repair", m.repair)
+	rep, err := guarded(m.reg, "repair", m.repairAs)
 	if rep.Path == "" {
 		rep = check.RepairReport{Path: m.Path(), Done: []check.Finding{}}
 	}
+	return rep, err
+}
+
+// repairAs repairs as this handle's entry, or, for a writable handle
+// without one (OpenForRepair, or an attach in progress), as the table's
+// repairer entry, on a fresh view of the same mapping (so that this
+// handle's own view of the table never changes under its other callers).
+func (m *Map) repairAs() (check.RepairReport, error) {
+	if m.tab.Self != 0 || m.area == nil || m.reg.ReadOnly() {
+		return m.repair()
+	}
+	rm, err := viewMap(m.reg)
+	if err != nil {
+		return check.RepairReport{Path: m.Path(), Done: []check.Finding{}}, err
+	}
+	var rep check.RepairReport
+	err = rm.tab.AsRepairer(func() error {
+		var err error
+		rep, err = rm.repair()
+		return err
+	})
 	return rep, err
 }
 
@@ -316,7 +356,7 @@ func (m *Map) repair() (check.RepairReport, error) {
 	defer m.tab.UnlockRepair()
 	base := uint64(m.Header().HeaderSize)
 	if prev != 0 {
-		rep.Done = append(rep.Done, m.tookOverLock(base, prev))
+		rep.Done = append(rep.Done, m.tab.LockTakeover(base, "hashmap.repair_lock", layout.HashMapOffRepairLock, prev))
 	}
 	// 1. Prove deaths. An entry marked dead stays dead until its buckets
 	// are rolled back, so an interrupted repair is finished by the next.
@@ -363,34 +403,14 @@ func (m *Map) repair() (check.RepairReport, error) {
 			}
 		}
 	}
-	// 3. Free the dead entries: nothing refers to them any more.
-	for _, p := range reports {
-		rep.Done = append(rep.Done, m.freedEntry(base, p)) // the word as marked dead, read before it is freed
-	}
-	m.tab.FreeDead(dead, make([]bool, len(dead)))
+	// 3. Free the dead entries: nothing refers to them any more. The
+	// repairer entry, when this repair took it over from a dead holder,
+	// is listed too and freed by AsRepairer as the repair returns
+	// (peers.Table.FreeDead).
+	freed := m.tab.FreeDead(dead, make([]bool, len(dead)))
+	rep.Done = append(rep.Done, m.tab.FreedFindings(base, freed, reports)...)
 	if rep.Changed() {
 		m.repairs.Add(1)
 	}
 	return rep, nil
-}
-
-// reclaimStamp is attach's recovery: before this process activates the
-// table entry stamp (free, or taken over from a participant proven dead),
-// it rolls back every bucket still stamped with it and releases every home
-// lock naming the entry, whatever generation it records (prevGen, the
-// last owner's, or an earlier one's: the entry is not active under any of
-// them now). Nothing can be stamped with the entry meanwhile but by its
-// dead previous owners, so everything found is theirs.
-func (m *Map) reclaimStamp(stamp uint16, prevGen uint32) bool {
-	for i := uint64(0); i < m.lay.Capacity; i++ {
-		raw := m.ctl(i).Load()
-		if w := layout.UnpackHashMapWord(raw); w.Owner == stamp && w.Validate(&m.lay) == nil {
-			m.rollBack(i, raw)
-		}
-		hl := m.home(i)
-		if v := hl.Load(); v != 0 && layout.UnpackRole(v&layout.HashMapHomeHolderMask).Stamp == stamp && hl.CompareAndSwap(v, 0) {
-			m.homeTakeovers.Add(1)
-		}
-	}
-	return true
 }

@@ -6,4 +6,8 @@ package peers
 // (proctest.RunCoveringCrashPoints, TestCrashPointCallsNameDeclaredPoints).
 const (
 	CrashPeersAttachAfterClaimEntry = "peers.attach.after-claim-entry"
+	// The repairer entry (AsRepairer): held, before the repair runs; and
+	// after the repair, before the entry is freed.
+	CrashPeersRepairerAfterClaim    = "peers.repairer.after-claim"
+	CrashPeersRepairerBeforeRelease = "peers.repairer.before-release"
 )
