@@ -67,6 +67,12 @@ type Ring struct {
 	// set it on their own handle to put other operations in that window.
 	// nil in production; only that slow path reads it.
 	inPlaceHook func(slot uint64)
+	// detachHook runs in Close between marking the entry dead (leases
+	// deferred for want of room) and raising the deferred hint;
+	// repairHook at the start of a repair, after the handle (or its
+	// repairer copy) holds its entry and before it takes the repair lock.
+	// Tests only, like inPlaceHook.
+	detachHook, repairHook func()
 }
 
 // CreateRing creates a ring file at path (a bare name lives in /dev/shm).

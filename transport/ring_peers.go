@@ -37,11 +37,17 @@ func (r *Ring) detach() error {
 		}
 		deferred = deferred || what == recoveredDeferred || err != nil
 	}
+	// Leases we could not queue again (no room) stay stamped with our
+	// entry, marked dead, so a later Repair requeues them. The hint that
+	// makes consumers run that repair is raised only once the entry is
+	// dead: a repair clears it when it starts, and one that ran between
+	// the two would find our entry alive and skip its leases.
+	r.tab.Release(deferred)
+	if h := r.detachHook; h != nil {
+		h()
+	}
 	if deferred {
-		// Leases we could not queue again (no room) stay stamped with
-		// our entry, marked dead, so a later Repair requeues them.
 		r.deferred.Add(1)
 	}
-	r.tab.Release(deferred)
 	return firstErr
 }

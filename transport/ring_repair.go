@@ -85,6 +85,14 @@ func (r *Ring) repairAs(park bool) (check.RepairReport, error) {
 		rep, err = rr.repair(park)
 		return err
 	})
+	// Left marked dead (leases parked on it, or a repair that failed
+	// after taking it over): raise the hint that makes consumers retry a
+	// repair, now that the entry is dead. Raised inside the repair, it
+	// could be cleared by a consumer's repair that judged the entry alive
+	// (we held it) and skipped what is parked there.
+	if rr.tab.RepairerDead() {
+		r.deferred.Add(1)
+	}
 	return rep, err
 }
 
@@ -92,6 +100,9 @@ func (r *Ring) repair(park bool) (check.RepairReport, error) {
 	rep := check.RepairReport{Path: r.Path()}
 	if r.tab.Self == 0 {
 		return rep, ErrNotAttached
+	}
+	if h := r.repairHook; h != nil {
+		h()
 	}
 	prev, ok := r.tab.LockRepairFrom()
 	if !ok {

@@ -35,7 +35,7 @@ func TestOtherNamespaceParticipantAliveUntilKilled(t *testing.T) {
 	t.Cleanup(func() { os.Remove(gate) })
 	c := fairHelper.StartInPidNamespace(t, "gated", proctest.PathArg(path), fairEnvRank+"=1", "FAIR_GATE="+gate)
 	c.WaitLine(t, "joined")
-	inner := innerOf(t, c)
+	inner := proctest.InnerOf(t, c)
 
 	p := ag.Peers()[1]
 	t.Logf("participant 1: %s: %s", p.Where(), p.Verdict.Reason)

@@ -115,8 +115,10 @@ func (h *Table) Header() layout.Header { return h.reg.Header() }
 // Close unmaps the table and closes its descriptor. Registered members
 // must be unregistered first: closing releases their entry locks (unless
 // a descriptor handed on with InheritableFile still holds them), after
-// which they are undecided ("unknown": never reclaimed) while this process
-// runs, and proven dead, so reclaimed, once it has exited.
+// which a judge in this process's pid namespace finds them undecided
+// ("unknown": never reclaimed) while this process runs, and proven dead
+// once it has exited; a judge in another pid namespace cannot ask the pid
+// and finds them dead at once (their leases are requeued: at-least-once).
 func (h *Table) Close() error { return h.reg.Close() }
 
 // InheritableFile returns a new descriptor of the table's file that shares
@@ -195,20 +197,24 @@ func (h *Table) Register(label string, queues ...Repairable) (*Member, error) {
 	var wd *Watchdog
 	var kept []Decision
 	reclaimed := 0
+	deadline := time.Now().Add(registerWait)
 	for round := 0; ; round++ {
 		m, busy, err := h.claimFree(label)
 		if m != nil || err != nil {
 			return m, err
 		}
 		full := h.census(busy, kept, reclaimed)
-		if round >= registerRetries {
+		if time.Now().After(deadline) {
 			return nil, full
 		}
 		if full.Dead == 0 {
-			if full.Busy == 0 && full.Free == 0 {
-				return nil, full // every slot is live or undecided
+			if full.Busy == 0 && full.Free == 0 && full.Unknown == 0 {
+				return nil, full // every slot is live
 			}
-			registerBackoff(round) // a registrant mid-claim, or a member mid-unregister
+			// A registrant mid-claim, a member mid-unregister, or an
+			// undecided member (most often one dying right now: the kernel
+			// drops its lock before it becomes a zombie).
+			registerBackoff(round)
 			continue
 		}
 		if wd == nil {
@@ -237,16 +243,18 @@ func (h *Table) Register(label string, queues ...Repairable) (*Member, error) {
 	}
 }
 
-// registerRetries bounds Register's rounds: claim, and when the table is
-// full, recover and claim again. Each round that frees nothing backs off.
-const registerRetries = 32
+// registerWait bounds how long Register keeps trying (claim, and when the
+// table is full, recover and claim again) while slots are busy, members
+// undecided or queue repairs busy, as transport's attach does. Each round
+// that frees nothing backs off, up to 50 ms.
+const registerWait = 10 * time.Second
 
 func registerBackoff(round int) {
 	if round < 4 {
 		runtime.Gosched()
 		return
 	}
-	time.Sleep(time.Duration(min(round, 10)) * 100 * time.Microsecond)
+	time.Sleep(min(time.Duration(round)*100*time.Microsecond, 50*time.Millisecond))
 }
 
 // claimFree takes the first free slot it can lock and claim. busy counts

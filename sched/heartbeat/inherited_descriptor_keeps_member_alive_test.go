@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
 )
 
@@ -29,7 +30,7 @@ func TestInheritedDescriptorKeepsMemberAlive(t *testing.T) {
 	if _, err := fmt.Sscanf(a.WaitLine(t, "slot "), "slot %d grandchild %d", &slot, &bpid); err != nil {
 		t.Fatal(err)
 	}
-	b := openPidFD(t, bpid) // B is running: A printed its line after B's
+	b := proctest.OpenPidFD(t, bpid) // B is running: A printed its line after B's
 	a.Kill()
 	a.Wait()
 

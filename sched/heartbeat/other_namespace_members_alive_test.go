@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/shm"
 )
 
@@ -30,7 +31,7 @@ func TestOtherNamespaceMemberAliveUntilKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner := innerOf(t, c)
+	inner := proctest.InnerOf(t, c)
 
 	p, _ := h.Snapshot(slot)
 	t.Logf("live member in another namespace: %s: %s", p.Where(), p.Verdict.Reason)

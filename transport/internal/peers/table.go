@@ -37,12 +37,20 @@ type Table struct {
 	Self    uint16 // our entry's index + 1; 0 when not attached
 	selfCtl uint64 // our entry's control word, to detach exactly
 
-	// Set while this handle holds the repairer entry (AsRepairer).
+	rs *repairerState // set while this handle holds the repairer entry (AsRepairer); a pointer, so that handles that embed a Table stay small
+}
+
+// repairerState is what a handle holding the repairer entry knows.
+type repairerState struct {
 	inherited bool       // taken over from a holder that died: what it stamped is dead
 	prev      check.Peer // that holder, as its entry recorded it before we took it over
 	prevCtl   uint64     // and the entry's control word then
 	keepSelf  bool       // the repair left things stamped with the repairer entry
 }
+
+// inherited reports whether this handle holds the repairer entry taken
+// over from a holder that died.
+func (t *Table) inherited() bool { return t.rs != nil && t.rs.inherited }
 
 // New is the table of n participants (layout.PeerEntries(n) entries) at
 // area offset off of reg's kind area, with its repair lock word. The
@@ -241,7 +249,11 @@ func (t *Table) Release(keep bool) {
 	c := layout.UnpackPeer(t.selfCtl)
 	next := layout.PeerCtl{State: layout.PeerFree, Gen: c.Gen + 1}
 	if keep {
-		next = layout.PeerCtl{State: layout.PeerDead, Gen: c.Gen, PID: c.PID}
+		// Left for a repair, and we live on: record no process, so that
+		// no check or repair calls us dead (closedReason).
+		e.Start.Store(0)
+		e.PidNS.Store(0)
+		next = layout.PeerCtl{State: layout.PeerDead, Gen: c.Gen}
 	}
 	e.Ctl.CompareAndSwap(t.selfCtl, next.Pack())
 	t.reg.UnlockEntry(t.entryFileOff(i), layout.PeerEntrySize)
@@ -276,6 +288,7 @@ func (t *Table) AsRepairer(repair func() error) error {
 	var claiming uint64
 	var gen uint32
 	inherited := false
+	rs := &repairerState{}
 	for tries := 0; ; tries++ {
 		// We hold the lock: no live process holds the entry (lock before
 		// claim), whatever its word says. Only attached repairers that
@@ -291,7 +304,7 @@ func (t *Table) AsRepairer(repair func() error) error {
 		// what MarkDead and LockTakeover report it as.
 		prev := t.recorded(i, v)
 		if e.Ctl.CompareAndSwap(v, claiming) {
-			t.prev, t.prevCtl = prev, v
+			rs.prev, rs.prevCtl = prev, v
 			break
 		}
 		if tries > 100 {
@@ -304,9 +317,24 @@ func (t *Table) AsRepairer(repair func() error) error {
 	e.Attached.Store(uint64(time.Now().UnixNano()))
 	active := layout.PeerCtl{State: layout.PeerActive, Gen: gen, PID: uint32(self.PID)}.Pack()
 	e.Ctl.CompareAndSwap(claiming, active) // nobody else writes it while we hold the lock and it is claiming
-	t.Self, t.selfCtl, t.inherited, t.keepSelf = uint16(i+1), active, inherited, false
+	rs.inherited = inherited
+	t.Self, t.selfCtl, t.rs = uint16(i+1), active, rs
+	finished := false
+	defer func() {
+		if !finished {
+			// The repair panicked (a fault on a file truncated under
+			// it, recovered by the caller's guard): leave the entry dead
+			// for the next repair, as for a failed one, not active under
+			// a released lock (undecided for as long as we live).
+			e.Start.Store(0)
+			e.PidNS.Store(0)
+			e.Ctl.CompareAndSwap(active, layout.PeerCtl{State: layout.PeerDead, Gen: gen}.Pack())
+			t.Self, t.selfCtl, t.rs = 0, 0, nil
+		}
+	}()
 	shm.CrashPoint(CrashPeersRepairerAfterClaim)
 	err := repair()
+	finished = true
 	shm.CrashPoint(CrashPeersRepairerBeforeRelease)
 	next := layout.PeerCtl{State: layout.PeerFree, Gen: gen + 1}
 	// A repair that found the repair lock held by another live process
@@ -314,7 +342,7 @@ func (t *Table) AsRepairer(repair func() error) error {
 	// freed, not left dead for the next repairer to report as a death.
 	// But an entry taken over from a dead holder still holds what that
 	// holder parked in it: it stays dead whatever the repair did.
-	if err != nil && (inherited || !errors.Is(err, ErrRepairBusy)) || t.keepSelf {
+	if err != nil && (inherited || !errors.Is(err, ErrRepairBusy)) || rs.keepSelf {
 		// Left marked dead for the next repair. What is stamped with the
 		// entry now (leases parked here) belonged to processes proven
 		// dead, not to us, and we live on: record no process, so that no
@@ -324,8 +352,7 @@ func (t *Table) AsRepairer(repair func() error) error {
 		next = layout.PeerCtl{State: layout.PeerDead, Gen: gen}
 	}
 	e.Ctl.CompareAndSwap(active, next.Pack())
-	t.Self, t.selfCtl, t.inherited, t.keepSelf = 0, 0, false, false
-	t.prev, t.prevCtl = check.Peer{}, 0
+	t.Self, t.selfCtl, t.rs = 0, 0, nil
 	return err
 }
 
@@ -348,7 +375,18 @@ func (t *Table) recorded(i, v uint64) check.Peer {
 // Inherited reports, inside AsRepairer's repair, whether this handle took
 // the repairer entry over from a holder that died, and the entry's
 // control word as that holder left it.
-func (t *Table) Inherited() (prevCtl uint64, ok bool) { return t.prevCtl, t.inherited }
+func (t *Table) Inherited() (prevCtl uint64, ok bool) {
+	if t.rs == nil {
+		return 0, false
+	}
+	return t.rs.prevCtl, t.rs.inherited
+}
+
+// RepairerDead reports whether the repairer entry is marked dead (left
+// for the next repair to finish).
+func (t *Table) RepairerDead() bool {
+	return layout.UnpackPeer(t.Entry(t.n).Ctl.Load()).State == layout.PeerDead
+}
 
 // IsRepairer reports whether this handle holds the repairer entry now
 // (inside AsRepairer's repair).
@@ -390,11 +428,19 @@ func (t *Table) Status(i uint64) (check.Peer, uint64) {
 		ps.Dead, ps.Unknown = true, false
 		ps.Reason = "marked dead by a repair or by its holder's detach; " + verdict.Reason
 		if c.PID == 0 {
-			ps.Reason = parkedReason
+			ps.Reason = closedReason
+			if i == t.n {
+				ps.Reason = parkedReason
+			}
 		}
 	}
 	return ps, v
 }
+
+// closedReason is the verdict on a participant entry marked dead that
+// records no process: its holder closed its handle alive, leaving leases
+// it could not requeue for want of room (Release(true)).
+const closedReason = "left marked dead by its holder's Close, holding leases it could not requeue for want of room (the holder detached alive); no process of its own"
 
 // parkedReason is the verdict on a dead entry that records no process:
 // the repairer entry as AsRepairer leaves it for the next repair.
@@ -430,9 +476,9 @@ func (t *Table) MarkDead() (dead []bool, reports []check.Peer) {
 	for i := uint64(0); i < t.Len(); i++ {
 		ps, v := t.Status(i)
 		if ps.Self {
-			if t.inherited {
+			if t.inherited() {
 				dead[i] = true
-				ps = t.prev // not us: the holder we took the entry over from
+				ps = t.rs.prev // not us: the holder we took the entry over from
 				ps.Lock, ps.Dead = shm.LockReleased, true
 				ps.Reason = "the repairer entry's previous holder, proven dead when this repair took it over (its entry lock was free)"
 				if ps.ID.PID == 0 {
@@ -472,13 +518,15 @@ func (t *Table) FreeDead(dead, keep []bool) []Freed {
 		if t.Self == uint16(i+1) {
 			switch {
 			case i < uint64(len(keep)) && keep[i]:
-				t.keepSelf = true
-			case t.inherited:
+				if t.rs != nil { // the repairer entry (an attached handle's own entry needs no note)
+					t.rs.keepSelf = true
+				}
+			case t.inherited():
 				// Taken over from a dead holder and owing nothing now:
 				// AsRepairer frees it as the repair returns. Reported
 				// here, with the word the dead holder left, as a plan
 				// (peers' Check) lists it.
-				freed = append(freed, Freed{Index: int(i), Ctl: t.prevCtl})
+				freed = append(freed, Freed{Index: int(i), Ctl: t.rs.prevCtl})
 			}
 			continue
 		}
@@ -533,8 +581,8 @@ func (t *Table) LockTakeover(base uint64, lockLoc string, lockOff uint64, prev u
 	}
 	r := layout.UnpackRole(prev)
 	p, _ := t.Status(uint64(r.Index()))
-	if p.Self && t.inherited && r.Gen != layout.UnpackPeer(t.selfCtl).Gen {
-		p.ID = t.prev.ID // the dead holder's identity, not ours
+	if p.Self && t.inherited() && r.Gen != layout.UnpackPeer(t.selfCtl).Gen {
+		p.ID = t.rs.prev.ID // the dead holder's identity, not ours
 		p.Reason = "the repairer entry's previous holder, proven dead when this repair took it over"
 	}
 	f.Owner, f.OwnerID, f.Verdict, f.Dead = r.Index(), p.ID, p.Reason, p.Dead

@@ -1,4 +1,4 @@
-package gather
+package proctest
 
 import (
 	"os"
@@ -9,18 +9,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/shmkit/shmkit/internal/proctest"
 )
 
 // Processes that are not ours to wait for: the helper inside a new pid
-// namespace (proctest.Helper.StartInPidNamespace: the unshare process's
-// child) and grandchildren. A pidfd pins them and shows their exit.
+// namespace (Helper.StartInPidNamespace: the unshare process's child) and
+// grandchildren. A pidfd pins them and shows their exit.
 
-// innerOf returns a pidfd of the helper a Child started in a new pid
+// InnerOf returns a pidfd of the helper a Child started in a new pid
 // namespace runs (pid 1 there, the only child of the unshare process c
 // here). The helper must be running (it has printed a line).
-func innerOf(t testing.TB, c *proctest.Child) pidFD {
+func InnerOf(t testing.TB, c *Child) PidFD {
 	t.Helper()
 	parent := strconv.Itoa(c.PID())
 	ents, err := os.ReadDir("/proc")
@@ -39,22 +37,22 @@ func innerOf(t testing.TB, c *proctest.Child) pidFD {
 		s := string(b)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 		if len(f) > 1 && f[1] == parent {
-			return openPidFD(t, pid)
+			return OpenPidFD(t, pid)
 		}
 	}
 	t.Fatalf("no child of unshare (pid %s) found", parent)
-	return pidFD{}
+	return PidFD{}
 }
 
-// pidFD pins a process: its exit is seen by polling it, whoever its
+// PidFD pins a process: its exit is seen by polling it, whoever its
 // parent is.
-type pidFD struct {
+type PidFD struct {
 	fd  int
 	pid int
 }
 
-// openPidFD opens a pidfd of pid, SIGKILLed and closed when the test ends.
-func openPidFD(t testing.TB, pid int) pidFD {
+// OpenPidFD opens a pidfd of pid, SIGKILLed and closed when the test ends.
+func OpenPidFD(t testing.TB, pid int) PidFD {
 	t.Helper()
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -64,11 +62,11 @@ func openPidFD(t testing.TB, pid int) pidFD {
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 		unix.Close(fd)
 	})
-	return pidFD{fd: fd, pid: pid}
+	return PidFD{fd: fd, pid: pid}
 }
 
 // Kill SIGKILLs the process.
-func (p pidFD) Kill(t testing.TB) {
+func (p PidFD) Kill(t testing.TB) {
 	t.Helper()
 	if err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0); err != nil && err != unix.ESRCH {
 		t.Fatalf("kill pid %d: %v", p.pid, err)
@@ -78,7 +76,7 @@ func (p pidFD) Kill(t testing.TB) {
 // WaitExited waits until the process has exited (its descriptors, and the
 // locks of their open file descriptions, are closed by then), failing the
 // test after 30 s.
-func (p pidFD) WaitExited(t testing.TB) {
+func (p PidFD) WaitExited(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
