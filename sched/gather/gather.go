@@ -557,11 +557,19 @@ func (m *Member) laggards(r uint64) []uint64 {
 func (m *Member) checkLiveness(r uint64) error {
 	g := m.g
 	for _, i := range m.laggards(r) {
-		c := layout.UnpackPeer(g.ctl(i).Load())
+		raw := g.ctl(i).Load()
+		c := layout.UnpackPeer(raw)
 		if c.State != layout.AGActive && c.State != layout.AGClaiming {
 			continue // not joined yet: only the timeout bounds it
 		}
 		if v := g.judge(i, c); v.Dead {
+			// The lock is released once a participant leaves too, and it
+			// may have published round r just before: it is dead only if,
+			// read again after the verdict, it is still the same joined
+			// participant and still short of round r.
+			if g.ctl(i).Load() != raw || g.round(i).Load() >= r {
+				continue
+			}
 			who := shm.Holder{PID: int32(c.PID), PidNS: g.area.U64(g.lay.SlotOff(i) + layout.AGSlotPidNS).Load()}.Where()
 			return m.fail(layout.AGAbortDead, i, r, fmt.Errorf("%w: %s: participant %d (%s) died before publishing round %d: %s",
 				ErrPeerDead, g.Path(), i, who, r, v.Reason))

@@ -169,7 +169,9 @@ type Member struct {
 
 	mu   sync.Mutex
 	free []uint64 // unused lease record indexes
-	gone bool     // Unregister ran: the entry lock is no longer this member's
+	// gone: Unregister ran; the slot (and its lock) is no longer this
+	// member's, and may be another's. Set under mu; read atomically by Beat.
+	gone atomic.Bool
 }
 
 // Register takes a free slot for this process and beats once. label (at
@@ -229,7 +231,7 @@ func (h *Table) Register(label string, queues ...Repairable) (*Member, error) {
 			if d.Action == ActionKeep {
 				kept = append(kept, d)
 			}
-			if d.Action != ActionKeep || d.Why != KeepQueueNotGiven {
+			if d.Action != ActionKeep || d.Why != KeepQueueNotGiven && d.Why != KeepLeaseUnnamed {
 				permanent = false // reclaimed by another scan, or kept for now only
 			}
 		}
@@ -411,6 +413,12 @@ func (m *Member) Slot() int { return int(m.slot) }
 // Beat records that the member is alive now (CLOCK_MONOTONIC, comparable
 // across processes). It costs one clock read and one store.
 func (m *Member) Beat() {
+	if m.gone.Load() {
+		// Unregistered: the slot may be another member's now. (A beat
+		// racing Unregister may still land on the next member's slot: a
+		// beat only ages a member, it never proves anything.)
+		return
+	}
 	m.h.area.U64(m.h.lay.SlotOff(m.slot) + layout.HBSlotBeat).Store(uint64(shm.MonoNow()))
 }
 
@@ -425,14 +433,19 @@ type LeaseRef struct{ index uint64 }
 // ringID at slot/lap, so inspectors and watchdogs can see what its work is.
 // The ring's own slot word stays the truth; this is the readable view.
 func (m *Member) RecordLease(ringID, slot uint64, lap uint32, deliveries int) (LeaseRef, error) {
+	// Held for the whole write: Unregister (which clears every record and
+	// frees the slot under it) can then never run in the middle, and a
+	// record is never written into a slot that is no longer ours.
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone.Load() {
+		return LeaseRef{}, fmt.Errorf("%w: %s: slot %d: unregistered", ErrNotRegistered, m.h.Path(), m.slot)
+	}
 	if len(m.free) == 0 {
-		m.mu.Unlock()
 		return LeaseRef{}, fmt.Errorf("%w: %s: slot %d records %d leases", ErrLeaseTableFull, m.h.Path(), m.slot, m.h.lay.Leases)
 	}
 	j := m.free[len(m.free)-1]
 	m.free = m.free[:len(m.free)-1]
-	m.mu.Unlock()
 	off := m.h.lay.LeaseOff(m.slot, j)
 	ver := m.h.area.U32(off + layout.HBLeaseVersion)
 	v := ver.Load()
@@ -448,10 +461,13 @@ func (m *Member) RecordLease(ringID, slot uint64, lap uint32, deliveries int) (L
 
 // ClearLease removes a lease record once the lease is acked or released.
 func (m *Member) ClearLease(ref LeaseRef) {
-	m.h.clearLease(m.slot, ref.index)
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone.Load() {
+		return // Unregister cleared every record; the slot may be another's now
+	}
+	m.h.clearLease(m.slot, ref.index)
 	m.free = append(m.free, ref.index)
-	m.mu.Unlock()
 }
 
 func (h *Table) clearLease(i, j uint64) {
@@ -473,10 +489,10 @@ func (m *Member) Unregister() error {
 	h := m.h
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.gone {
+	if m.gone.Load() {
 		return fmt.Errorf("%w: %s: slot %d", ErrNotRegistered, h.Path(), m.slot)
 	}
-	m.gone = true
+	m.gone.Store(true)
 	// The lock is released only once the word has left our hands: a judge
 	// seeing it released then finds the slot free, never ours.
 	defer h.releaseSlot(m.slot)

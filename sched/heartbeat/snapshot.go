@@ -32,6 +32,11 @@ type Participant struct {
 	BeatAge    time.Duration // since the last beat (CLOCK_MONOTONIC)
 	Leases     []LeaseInfo
 	Unstable   bool // a lease record kept changing while it was read
+	// HalfWritten are the rings of the lease records that were being
+	// written when read (Unstable), as far as the record names one (0:
+	// not named yet). For a member proven dead they are final: it died
+	// inside RecordLease, and its lease is in that ring.
+	HalfWritten []uint64
 	LastExit   layout.LastExit
 	Verdict    shm.Verdict // for claiming, active and reclaiming slots
 
@@ -118,13 +123,10 @@ func (h *Table) snapshot(i uint64, now int64) Participant {
 	if beat := int64(h.area.U64(base + layout.HBSlotBeat).Load()); beat > 0 && beat <= now {
 		p.BeatAge = time.Duration(now - beat)
 	}
-	for j := uint64(0); j < h.lay.Leases; j++ {
-		l, ok, stable := h.readLease(i, j, now)
-		p.Unstable = p.Unstable || !stable
-		if ok {
-			p.Leases = append(p.Leases, l)
-		}
-	}
+	// Judge first, then read the leases: a member proven dead records
+	// nothing more, so what is read after the verdict is all it held.
+	// Read before it, a lease recorded just before the member died would
+	// be missing, and its slot freed with the lease still out.
 	switch c.State {
 	case layout.HBClaiming, layout.HBActive, layout.HBReclaiming:
 		p.Self = h.own[i].Load()
@@ -135,6 +137,16 @@ func (h *Table) snapshot(i uint64, now int64) Participant {
 		}
 	default:
 		p.Verdict = shm.Verdict{Reason: "corrupt state"}
+	}
+	for j := uint64(0); j < h.lay.Leases; j++ {
+		l, ok, stable := h.readLease(i, j, now)
+		if !stable {
+			p.Unstable = true
+			p.HalfWritten = append(p.HalfWritten, h.area.U64(h.lay.LeaseOff(i, j)+layout.HBLeaseRing).Load())
+		}
+		if ok {
+			p.Leases = append(p.Leases, l)
+		}
 	}
 	return p
 }
