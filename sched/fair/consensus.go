@@ -26,6 +26,36 @@ type ConsensusTransport interface {
 	AllGather(dst, local []uint32) ([]uint32, error)
 }
 
+// ConsensusCapacity is implemented by a ConsensusTransport whose rounds
+// carry a bounded number of words per participant (gather.Member does).
+// CheckLimits reports an error when a round of a distributed turn under l,
+// with work descriptors of up to maxDescriptor words, may not fit
+// (Limits.ConsensusWords).
+//
+// RunDistributedTurn and CancelDistributed ask a transport that implements
+// it, before any round, with maxDescriptor 0 (descriptors are not known in
+// advance; a longer descriptor than the transport carries still fails its
+// round): a transport too small for the limits fails the call with
+// ErrTransportCapacity and the transport's error, and poisons nothing,
+// instead of failing a round, and poisoning every participant, the first
+// turn with enough work in flight.
+type ConsensusCapacity interface {
+	CheckLimits(l Limits, maxDescriptor int) error
+}
+
+// checkCapacity refuses a transport that says it is too small for the
+// limits.
+func (s *Scheduler[W, S, B, O]) checkCapacity(t ConsensusTransport) error {
+	c, ok := t.(ConsensusCapacity)
+	if !ok {
+		return nil
+	}
+	if err := c.CheckLimits(s.limits, 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrTransportCapacity, err)
+	}
+	return nil
+}
+
 // Consensus messages. Each starts with a tag naming its kind and the
 // caller's 64-bit protocol id, so that a participant running a different
 // step or protocol disagrees on the first words. Every word is compared
@@ -227,13 +257,18 @@ func (s *Scheduler[W, S, B, O]) agreeCompletions(protocol uint64, t ConsensusTra
 //     group confirms it is about to submit the same ones, with the same
 //     descriptors, before any is submitted.
 //
-// Any disagreement, or a transport failure, poisons the scheduler and
-// returns an error wrapping ErrConsensus. Submission errors poison it too,
+// A transport too small for the limits (ConsensusCapacity) fails the turn
+// with ErrTransportCapacity before any round. Any disagreement, or a
+// transport failure, poisons the scheduler and returns an error wrapping
+// ErrConsensus. Submission errors poison it too,
 // since the other participants did submit. The progress holds what was
 // resolved even when an error stops the turn.
 func (s *Scheduler[W, S, B, O]) RunDistributedTurn(protocol uint64, t ConsensusTransport, now time.Time, backend Backend[W, B, O]) (Progress[W, O], error) {
 	var p Progress[W, O]
 	if err := s.usable(); err != nil {
+		return p, err
+	}
+	if err := s.checkCapacity(t); err != nil {
 		return p, err
 	}
 	for _, id := range s.expiredRequests(now) {
@@ -317,6 +352,9 @@ func (s *Scheduler[W, S, B, O]) markFailing(it *fairItem[W, S, B, O]) {
 // scheduler.
 func (s *Scheduler[W, S, B, O]) CancelDistributed(protocol uint64, id RequestID, t ConsensusTransport, now time.Time) error {
 	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.checkCapacity(t); err != nil {
 		return err
 	}
 	if err := s.agreeDisposition(protocol, t, id, causeExplicit); err != nil {

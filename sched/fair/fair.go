@@ -168,14 +168,25 @@ func (s *Scheduler[W, S, B, O]) Register(id RequestID, state S) error {
 	return nil
 }
 
-// State returns an active request's canonical state.
-func (s *Scheduler[W, S, B, O]) State(id RequestID) (S, bool) {
+// State returns a copy of an active request's canonical state, made by
+// the state's Clone method: S must implement Cloner[S], or State fails
+// with ErrStateTransaction. Changing the copy changes nothing the
+// scheduler holds; the canonical state, into which Commit publishes
+// branches, changes only through UpdateState, which refuses while a branch
+// of it exists (a change made beside a branch would be silently
+// overwritten by that branch's Commit). For the same reason, a caller must
+// not change a state after handing it to Register.
+func (s *Scheduler[W, S, B, O]) State(id RequestID) (S, error) {
+	var zero S
 	r := s.reqs[id]
 	if r == nil || r.status != RequestActive {
-		var zero S
-		return zero, false
+		return zero, fmt.Errorf("%w: request %d", ErrUnknownRequest, id)
 	}
-	return r.state, true
+	c, ok := any(r.state).(Cloner[S])
+	if !ok {
+		return zero, fmt.Errorf("%w: request %d: state type %T has no Clone() %T method, so State cannot hand out a copy (read it through UpdateState)", ErrStateTransaction, id, r.state, r.state)
+	}
+	return c.Clone(), nil
 }
 
 // UpdateState lets fn change an active request's canonical state, which is

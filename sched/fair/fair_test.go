@@ -44,6 +44,9 @@ func (c *fairCounter) Discard(uint32) error {
 
 func (c *fairCounter) ParallelBranches() bool { return !c.serial }
 
+// Clone makes the counter readable through Scheduler.State.
+func (c *fairCounter) Clone() *fairCounter { d := *c; return &d }
+
 // fairStep is the test work: one descriptor word.
 type fairStep uint32
 

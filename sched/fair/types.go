@@ -23,6 +23,7 @@ var (
 	ErrConsensus          = errors.New("fair: distributed consensus failed")
 	ErrDistributedFailure = errors.New("fair: backend failed on at least one participant")
 	ErrSchedulerPoisoned  = errors.New("fair: scheduler poisoned by a distributed disagreement")
+	ErrTransportCapacity  = errors.New("fair: consensus transport too small for the limits")
 )
 
 // RequestID is a caller-assigned request identity. Zero is valid.
@@ -215,7 +216,8 @@ type Work interface {
 
 // State is a request's canonical state, changed only through branches:
 // a transition works on a branch, and the branch is published by Commit
-// only once the transition's exact completion succeeded.
+// only once the transition's exact completion succeeded. A state that also
+// implements Cloner can be read, as a copy, through Scheduler.State.
 type State[B any] interface {
 	// Branch creates an unpublished branch of the current state.
 	Branch() (B, error)
@@ -229,6 +231,12 @@ type State[B any] interface {
 	// current canonical base (more than one transition of the request in
 	// flight at once).
 	ParallelBranches() bool
+}
+
+// Cloner is implemented by a state that Scheduler.State can hand out:
+// Clone returns a copy that shares nothing mutable with the original.
+type Cloner[S any] interface {
+	Clone() S
 }
 
 // Output is a submitted transition's handle on its backend: it keeps

@@ -13,7 +13,9 @@
 // pid namespace the participant runs in, so a participant of a container
 // sharing /dev/shm, which recorded pid 1 of its namespace, is alive while
 // it runs (Peer.Where names it "pid 1 in another pid namespace"). A Member is the shared-memory fair.ConsensusTransport:
-// fair schedulers in several processes reach agreement through it.
+// fair schedulers in several processes reach agreement through it
+// (NewFairScheduler builds one only if the file's buffers carry its turns;
+// FairConfig sizes a file for given limits).
 //
 // gather is not a message queue (a round carries at most MaxWords words per
 // participant and nothing is kept once everyone has read it), not a

@@ -28,6 +28,9 @@ var (
 	ErrCorrupt   = errors.New("gather: file inconsistent")
 	ErrAborted   = errors.New("gather: group aborted by a failed round")
 	ErrClosed    = errors.New("gather: member has left")
+	// ErrFairCapacity: the file's buffers hold fewer words than a round of
+	// a fair scheduler's distributed turn may need under its limits.
+	ErrFairCapacity = errors.New("gather: all-gather buffers too small for the fair scheduler's limits")
 )
 
 // Defaults of Member.
@@ -44,13 +47,30 @@ const (
 	gatherYields     = 16
 )
 
+// defaultWords is the MaxWords of a Config that leaves it 0: the larger of
+// layout.AGDefaultWords and what distributed turns under
+// fair.DefaultLimits need with descriptors of no words (324: a round of
+// completions for 64 transitions in flight), so that a file created with
+// defaults carries the turns of schedulers built with defaults whose
+// descriptors have at most 313 words.
+var defaultWords = max(layout.AGDefaultWords, fair.DefaultLimits().ConsensusWords(0))
+
 // Config sizes a new all-gather file.
 type Config struct {
 	Participants int // processes in the group, 1 to layout.AGMaxParticipants
 	// MaxWords is the most words one participant contributes per round
-	// (0: layout.AGDefaultWords). For a fair scheduler's distributed turns
-	// it must be at least fair.Limits.ConsensusWords.
+	// (0: the larger of layout.AGDefaultWords and
+	// fair.DefaultLimits().ConsensusWords(0), 324). For a fair scheduler's
+	// distributed turns it must be at least fair.Limits.ConsensusWords
+	// (FairConfig sizes it so; NewFairScheduler and every distributed turn
+	// check it).
 	MaxWords int
+}
+
+// FairConfig sizes a file for participants fair schedulers under limits
+// whose work descriptors have at most maxDescriptor words.
+func FairConfig(participants int, limits fair.Limits, maxDescriptor int) Config {
+	return Config{Participants: participants, MaxWords: limits.ConsensusWords(maxDescriptor)}
 }
 
 // Group is an all-gather file: a group of processes that exchange
@@ -115,7 +135,7 @@ func OpenOrCreate(path string, cfg Config, opts ...shm.Option) (*Group, bool, er
 func (c Config) geometry(path string) (layout.Geometry, error) {
 	words := c.MaxWords
 	if words == 0 {
-		words = layout.AGDefaultWords
+		words = defaultWords
 	}
 	if c.Participants < 1 || c.Participants > layout.AGMaxParticipants || words < 1 || words > layout.AGMaxWords {
 		return layout.Geometry{}, fmt.Errorf("%w: %s: %d participants of %d words", ErrConfig, path, c.Participants, words)
@@ -259,6 +279,44 @@ type Member struct {
 // A Member is what a group of fair schedulers, one per process, agree
 // through in distributed turns.
 var _ fair.ConsensusTransport = (*Member)(nil)
+
+// CheckLimits reports ErrFairCapacity, with the file's path, its words per
+// participant and the words needed, when a round of a fair scheduler's
+// distributed turn under limits, with work descriptors of up to
+// maxDescriptor words, may not fit in the file's buffers.
+func (g *Group) CheckLimits(limits fair.Limits, maxDescriptor int) error {
+	need := limits.ConsensusWords(maxDescriptor)
+	if have := g.MaxWords(); have < need {
+		return fmt.Errorf("%w: %s: buffers hold %d words per participant, distributed turns under these limits (%d in flight, %d new per turn) with descriptors of up to %d words need %d (size the file with gather.FairConfig)",
+			ErrFairCapacity, g.Path(), have, limits.MaxInFlightGlobal, limits.MaxNewSubmissionsPerTurn, max(maxDescriptor, 0), need)
+	}
+	return nil
+}
+
+// CheckLimits is the group's CheckLimits; with it a Member is a
+// fair.ConsensusCapacity, so a distributed turn through a file too small
+// for its scheduler's limits fails before any round.
+func (m *Member) CheckLimits(limits fair.Limits, maxDescriptor int) error {
+	return m.g.CheckLimits(limits, maxDescriptor)
+}
+
+var _ fair.ConsensusCapacity = (*Member)(nil)
+
+// NewFairScheduler returns a fair scheduler under limits for distributed
+// turns through m (fair.New), after checking that the group's buffers
+// carry every round of those turns for work descriptors of up to
+// maxDescriptor words: if not, it fails with ErrFairCapacity naming the
+// file and both word counts.
+func NewFairScheduler[W fair.Work, S fair.State[B], B any, O fair.Output](m *Member, limits fair.Limits, maxDescriptor int) (*fair.Scheduler[W, S, B, O], error) {
+	s, err := fair.New[W, S, B, O](limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.CheckLimits(limits, maxDescriptor); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 // Join takes participant slot rank (0 <= rank < Participants) for this
 // process. Each slot can be joined once in the life of the file: a slot
@@ -427,7 +485,10 @@ func (g *Group) aborted() error {
 	}
 	who := ""
 	if a.Culprit != 0 {
-		who = fmt.Sprintf(" concerning participant %d", a.Culprit-1)
+		i := uint64(a.Culprit - 1)
+		c := layout.UnpackPeer(g.ctl(i).Load())
+		h := shm.Holder{PID: int32(c.PID), PidNS: g.area.U64(g.lay.SlotOff(i) + layout.AGSlotPidNS).Load()}
+		who = fmt.Sprintf(" concerning participant %d (%s)", i, h.Where())
 	}
 	return fmt.Errorf("%w: %s: participant %d failed round %d (%s%s)", ErrAborted, g.Path(), a.Reporter-1, a.Round, layout.AGAbortName(a.Reason), who)
 }

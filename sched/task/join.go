@@ -8,10 +8,12 @@ import (
 )
 
 // Joins await a group of tasks at once. Every join first checks the whole
-// group: an empty group fails with ErrEmptyGroup and an unknown id with
-// ErrUnknown naming it, before anything starts. Then every pending task
-// of the group that still has a callable is started, so the tasks run
-// concurrently, and the join waits. Tasks already resolved count as
+// group: an unknown id fails it with ErrUnknown naming the id, before
+// anything starts. An empty group has all its results at once: All and
+// AllSettled return an empty (non-nil) slice and no error, whatever ctx;
+// Race and Any have no winner to return and fail with ErrEmptyGroup. Then
+// every pending task of the group that still has a callable is started, so
+// the tasks run concurrently, and the join waits. Tasks already resolved count as
 // finished at once, in group order. An id may appear more than once.
 //
 // ctx bounds only the wait: if it ends first the join returns ctx.Err() and
@@ -27,6 +29,9 @@ import (
 // fails with the first error to occur, as an *Error naming the task
 // (remaining tasks are not cancelled).
 func (t *Scheduler[T]) All(ctx context.Context, ids ...ID) ([]T, error) {
+	if len(ids) == 0 {
+		return []T{}, nil
+	}
 	g, err := t.startGroup(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -95,8 +100,11 @@ func (t *Scheduler[T]) Any(ctx context.Context, ids ...ID) (ID, T, error) {
 }
 
 // AllSettled waits for every task and returns every outcome in group order.
-// It fails only for an empty group, an unknown id, or ctx ending.
+// It fails only for an unknown id, or ctx ending.
 func (t *Scheduler[T]) AllSettled(ctx context.Context, ids ...ID) ([]Outcome[T], error) {
+	if len(ids) == 0 {
+		return []Outcome[T]{}, nil
+	}
 	g, err := t.startGroup(ctx, ids)
 	if err != nil {
 		return nil, err
