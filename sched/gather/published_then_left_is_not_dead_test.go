@@ -39,7 +39,7 @@ func TestPublishedThenLeftIsNotJudgedDead(t *testing.T) {
 		b.area.U64(b.lay.SlotOff(1) + layout.AGSlotPidNS).Store(0xdead0002)
 		done := make(chan error, 1)
 		go func() {
-			time.Sleep(time.Duration(iter%50) * 20 * time.Microsecond + 300*time.Microsecond)
+			time.Sleep(time.Duration(iter%50)*20*time.Microsecond + 300*time.Microsecond)
 			_, err := p.AllGather(nil, []uint32{1, 1})
 			if err == nil {
 				err = p.Leave()

@@ -37,8 +37,8 @@ type Participant struct {
 	// not named yet). For a member proven dead they are final: it died
 	// inside RecordLease, and its lease is in that ring.
 	HalfWritten []uint64
-	LastExit   layout.LastExit
-	Verdict    shm.Verdict // for claiming, active and reclaiming slots
+	LastExit    layout.LastExit
+	Verdict     shm.Verdict // for claiming, active and reclaiming slots
 
 	ctl uint64 // the ctl word this snapshot was taken from
 }
