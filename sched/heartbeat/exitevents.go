@@ -70,6 +70,8 @@ type ExitEvents struct {
 	closed     bool
 	subscribed bool
 	notify     chan struct{} // one token when the queue changes
+	done       chan struct{} // closed by Close: wakes every blocked receive
+	blocked    int           // receives waiting for a change (tests wait on it)
 }
 
 // NewExitEvents makes a stream with the given bound (<= 0: the default).
@@ -77,7 +79,7 @@ func NewExitEvents(capacity int) *ExitEvents {
 	if capacity <= 0 {
 		capacity = DefaultExitEventCapacity
 	}
-	return &ExitEvents{capacity: capacity, notify: make(chan struct{}, 1)}
+	return &ExitEvents{capacity: capacity, notify: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // Subscription receives exit events.
@@ -112,18 +114,21 @@ func (ev *ExitEvents) Publish(e ExitEvent) {
 	}
 }
 
-// Close disconnects the subscriber once it has received what is queued.
+// Close disconnects the subscriber once it has received what is queued:
+// every receive then returns ErrDisconnected, a blocked one included.
+// Later publishes are dropped. Closing twice is harmless. pass.Scheduler's
+// Stop closes the events it was given.
 func (ev *ExitEvents) Close() {
 	ev.mu.Lock()
-	ev.closed = true
-	ev.mu.Unlock()
-	select {
-	case ev.notify <- struct{}{}:
-	default:
+	defer ev.mu.Unlock()
+	if !ev.closed {
+		ev.closed = true
+		close(ev.done)
 	}
 }
 
-// Recv blocks until an event, a Lagged marker or disconnection.
+// Recv blocks until an event, a Lagged marker or disconnection
+// (ErrDisconnected, once Close was called and the queue is drained).
 func (s *Subscription) Recv() (ExitEvent, error) { return s.recv(nil) }
 
 // RecvTimeout is Recv bounded by d (d <= 0: only what is already queued).
@@ -150,15 +155,32 @@ func (s *Subscription) recv(timeout <-chan time.Time) (ExitEvent, error) {
 			ev.mu.Unlock()
 			return e, nil
 		}
-		closed := ev.closed
-		ev.mu.Unlock()
-		if closed {
+		if ev.closed {
+			ev.mu.Unlock()
 			return ExitEvent{}, ErrDisconnected
 		}
+		ev.blocked++
+		ev.mu.Unlock()
+		timedOut := false
 		select {
 		case <-ev.notify:
+		case <-ev.done:
 		case <-timeout:
+			timedOut = true
+		}
+		ev.mu.Lock()
+		ev.blocked--
+		ev.mu.Unlock()
+		if timedOut {
 			return ExitEvent{}, ErrRecvTimeout
 		}
 	}
+}
+
+// blockedReceivers counts receives waiting for an event (for tests that
+// must know a Recv is blocked before they act).
+func (ev *ExitEvents) blockedReceivers() int {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return ev.blocked
 }

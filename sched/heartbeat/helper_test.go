@@ -210,6 +210,20 @@ func child(role string) error {
 		case <-time.After(time.Minute):
 		}
 		return nil
+	case "visit":
+		// Register, report the slot, unregister and exit: a member that
+		// comes and goes between two watchdog scans.
+		hb, err := Open(f.hb)
+		if err != nil {
+			return err
+		}
+		defer hb.Close()
+		m, err := hb.Register("visitor")
+		if err != nil {
+			return err
+		}
+		fmt.Println("slot", m.Slot())
+		return m.Unregister()
 	case "register":
 		// Register (with HB_QUEUE=1 giving the ring to Register), report
 		// the slot, and wait to be killed.

@@ -27,7 +27,9 @@ type WatchdogConfig struct {
 	Queues []Repairable
 	// Events, if set, receives an exit event when a participant's exit is
 	// final (it unregistered, or was reclaimed); a participant proven dead
-	// that cannot be reclaimed yet is announced as ExitFoundDead first.
+	// that cannot be reclaimed yet is announced as ExitFoundDead first. A
+	// member that registered and left between two scans is announced from
+	// its slot's last-exit word.
 	Events *ExitEvents
 }
 
@@ -299,42 +301,81 @@ func (w *Watchdog) reclaim(rep *WatchReport, p Participant, apply bool) Decision
 	d.Reclaimed = true
 	rep.Reclaimed = append(rep.Reclaimed, p)
 	w.publish(rep, ExitEvent{PID: p.ID.PID, ID: p.ID, Slot: p.Slot, Reason: ExitReclaimed, Detail: p.Verdict.Reason})
-	delete(w.known, p.Slot)
+	// Published: the next scan starts from the free slot we left.
+	w.known[p.Slot] = seenSlot{ctl: layout.PeerCtl{State: layout.HBFree, Gen: c.Gen + 1}.Pack()}
 	return d
 }
 
 // noteDepartures publishes exits that happened between scans: slots whose
-// participant unregistered, or was reclaimed by another watchdog.
+// participant unregistered, or was reclaimed by another watchdog, and
+// participants that registered and left again between two scans (never
+// seen by a scan: the slot's generation moved on, and its last-exit word
+// names the one that left last).
 func (w *Watchdog) noteDepartures(rep *WatchReport) {
 	for _, p := range rep.Participants {
 		before, seen := w.known[p.Slot]
+		cur := layout.UnpackPeer(p.ctl)
+		if cur.State > layout.HBReclaiming {
+			delete(w.known, p.Slot) // corrupt: left alone
+			continue
+		}
 		if seen && before.ctl != p.ctl {
 			prev := layout.UnpackPeer(before.ctl)
-			ev := ExitEvent{PID: int32(prev.PID), Slot: p.Slot, Reason: ExitUnknown, Detail: "slot reused before this scan"}
-			if p.LastExit.PID == prev.PID && p.LastExit.Gen == prev.Gen {
-				switch p.LastExit.Reason {
-				case layout.ExitUnregistered:
-					ev.Reason, ev.Detail = ExitUnregistered, ""
-				case layout.ExitReclaimed:
-					ev.Reason, ev.Detail = ExitReclaimed, "reclaimed by another watchdog"
+			// Generations from here on left without this watchdog
+			// publishing their departure.
+			from := prev.Gen
+			if prev.State != layout.HBFree && (prev.Gen != cur.Gen || cur.State == layout.HBFree) {
+				// The member the last scan saw has left. (The same member
+				// moving claiming -> active -> reclaiming has not.)
+				ev := ExitEvent{PID: int32(prev.PID), Slot: p.Slot, Reason: ExitUnknown, Detail: "slot reused before this scan"}
+				if p.LastExit.PID == prev.PID && p.LastExit.Gen == prev.Gen {
+					ev.Reason, ev.Detail = exitReason(p.LastExit.Reason)
 				}
-			}
-			// Same participant moving claiming -> active -> reclaiming is
-			// not a departure.
-			if prev.Gen != p.Gen || p.State == "free" {
 				w.publish(rep, ev)
-				delete(w.known, p.Slot)
-				seen = false
+				before.deadReported = false
+				from = prev.Gen + 1
+			}
+			if le := p.LastExit; le.Reason != 0 && genIn(le.Gen, from, cur.Gen) {
+				// A member no scan saw: it registered at generation
+				// le.Gen (>= from) and left before cur.Gen.
+				ev := ExitEvent{PID: int32(le.PID), Slot: p.Slot}
+				ev.Reason, ev.Detail = exitReason(le.Reason)
+				ev.Detail = join(ev.Detail, "registered and left between two scans")
+				if skipped := (le.Gen - from) & genMask; skipped > 0 {
+					ev.Detail = join(ev.Detail, fmt.Sprintf("%d earlier occupants of the slot left unrecorded", skipped))
+				}
+				w.publish(rep, ev)
 			}
 		}
-		if p.State == "active" || p.State == "reclaiming" {
-			s := w.known[p.Slot]
-			s.ctl = p.ctl
-			w.known[p.Slot] = s
-		} else if !seen {
-			delete(w.known, p.Slot)
-		}
+		// Every slot is remembered, free ones too: a free slot's
+		// generation is how the next scan sees who came and went.
+		w.known[p.Slot] = seenSlot{ctl: p.ctl, deadReported: seen && before.deadReported}
 	}
+}
+
+const genMask = 0xffffff // slot generations are 24 bits
+
+// genIn reports whether generation g is in [from, to), modulo 2^24.
+func genIn(g, from, to uint32) bool {
+	return (g-from)&genMask < (to-from)&genMask
+}
+
+// exitReason maps a last-exit word's reason to an event's.
+func exitReason(r uint8) (ExitReason, string) {
+	switch r {
+	case layout.ExitUnregistered:
+		return ExitUnregistered, ""
+	case layout.ExitReclaimed:
+		return ExitReclaimed, "reclaimed by another watchdog"
+	}
+	return ExitUnknown, fmt.Sprintf("last-exit reason %d", r)
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 func (w *Watchdog) publish(rep *WatchReport, e ExitEvent) {

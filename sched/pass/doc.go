@@ -11,7 +11,13 @@
 // leased until a watchdog (heartbeat.Watchdog, run by Scheduler.ScanNow or
 // periodically with Config.Watchdog) requeues it, so a pass runs at least
 // once. Either side may be a work-stealing deque instead of a ring, chosen
-// by StartByWorkloadShape from a workload's shape.
+// by StartByWorkloadShape from a workload's shape (a key-value shape is
+// refused with an *UnsupportedFamilyError naming the hash map). Only a
+// deque's owner can push, so a result deque needs every worker in its
+// owner's process; a scheduler whose workers could not push to its result
+// deque, or that would own it without workers, is refused at start
+// (ErrResultDequeOwner). Stop closes Config.Events, which disconnects its
+// subscriber.
 //
 // Submitter and Collector put passes and read results (wire format in
 // docs/format.md, bounded by MaxArgs and MaxResult); Tasks makes every

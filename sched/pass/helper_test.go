@@ -28,6 +28,7 @@ const (
 	closureCrash     = 3 // crash point test.pass.executing, then echo
 	closureLongError = 4 // fails with a 200-byte message
 	closureBigResult = 5 // returns 100 bytes
+	closurePanic     = 6 // panics with "kaboom: ARGS"
 )
 
 func testRegistry() *Registry {
@@ -40,6 +41,7 @@ func testRegistry() *Registry {
 	})
 	r.Register(closureLongError, func(a []byte) ([]byte, error) { return nil, errors.New(strings.Repeat("e", 200)) })
 	r.Register(closureBigResult, func(a []byte) ([]byte, error) { return make([]byte, 100), nil })
+	r.Register(closurePanic, func(a []byte) ([]byte, error) { panic("kaboom: " + string(a)) })
 	return r
 }
 
@@ -88,6 +90,23 @@ func schedChild(role string) error {
 			s, _, _, err = StartByWorkloadShape(cfg, transport.WorkStealingShape(2), transport.StreamingShape(2, 1))
 		} else {
 			s, err = Start(cfg)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready", s.Member().Slot())
+		<-ctx.Done()
+		return s.Stop(context.Background())
+	case "deque-worker":
+		// One worker over a streaming submit ring and a work-stealing
+		// result deque: it creates the deque (and owns it) unless another
+		// process already does, in which case the start is refused.
+		cfg := f.config(1)
+		cfg.Label = "deque-worker"
+		s, _, _, err := StartByWorkloadShape(cfg, transport.StreamingShape(1, 1), transport.WorkStealingShape(1))
+		if errors.Is(err, ErrResultDequeOwner) {
+			fmt.Println("refused:", err)
+			return nil
 		}
 		if err != nil {
 			return err

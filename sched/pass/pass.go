@@ -34,7 +34,7 @@ type Config struct {
 	Watchdog         bool
 	WatchdogInterval time.Duration
 	Stale            time.Duration         // report participants silent this long (default 5 s)
-	Events           *heartbeat.ExitEvents //  where the watchdog publishes exits (optional)
+	Events           *heartbeat.ExitEvents // where the watchdog publishes exits (optional; Stop closes it)
 }
 
 func (c *Config) defaults() {
@@ -111,7 +111,9 @@ func Start(cfg Config) (*Scheduler, error) {
 
 // StartWithQueues is Start over transports the caller opened (any
 // transport.Queue: the ring, or another with the same interface). The
-// scheduler closes them at Stop.
+// scheduler closes them at Stop. A result deque must be owned by this
+// handle when the scheduler runs workers, and must not be when it runs
+// none (ErrResultDequeOwner): only the owner can push.
 func StartWithQueues(cfg Config, submit, result transport.Queue) (*Scheduler, error) {
 	cfg.defaults()
 	if cfg.Workers > 0 && cfg.Registry == nil {
@@ -119,6 +121,9 @@ func StartWithQueues(cfg Config, submit, result transport.Queue) (*Scheduler, er
 	}
 	if MaxArgs(submit.MaxPayload()) < 0 || MaxResult(result.MaxPayload()) <= 0 {
 		return nil, fmt.Errorf("%w: ring payloads too small for passes", heartbeat.ErrInvalidConfig)
+	}
+	if err := checkResultSide(cfg, result); err != nil {
+		return nil, err
 	}
 	hb, _, err := heartbeat.OpenOrCreate(cfg.HeartbeatPath, cfg.Heartbeat)
 	if err != nil {
@@ -283,7 +288,8 @@ func (s *Scheduler) Member() *heartbeat.Member { return s.member }
 // Stop ends the scheduler gracefully: workers stop claiming, passes in
 // flight finish (if ctx ends first, they are released back to the submit
 // ring for another worker), the registration is removed and the files are
-// closed. The files stay.
+// closed. The files stay. Stop closes Config.Events, if set: its
+// subscriber receives what is queued, then heartbeat.ErrDisconnected.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		stop := context.AfterFunc(ctx, s.finishCancel)
@@ -291,6 +297,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		s.stopClaim()
 		s.wg.Wait()
 		s.finishCancel()
+		if s.cfg.Events != nil {
+			// No scan runs any more: disconnect the subscriber, as
+			// dropping the seed's scheduler does.
+			s.cfg.Events.Close()
+		}
 		s.stopErr = errors.Join(s.member.Unregister(), s.submit.Close(), s.result.Close(), s.hb.Close())
 	})
 	return s.stopErr

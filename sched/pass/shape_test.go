@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,17 +84,26 @@ func TestPassByWorkloadShape(t *testing.T) {
 
 func TestPassByWorkloadShapeRejectsKeyValue(t *testing.T) {
 	for _, tt := range []struct {
-		name           string
+		side           string
 		submit, result transport.Shape
 	}{
-		{"submit side", transport.KeyValueShape(1, 1), transport.StreamingShape(1, 1)},
-		{"result side", transport.StreamingShape(1, 1), transport.KeyValueShape(4, 1)},
+		{"submit", transport.KeyValueShape(1, 1), transport.StreamingShape(1, 1)},
+		{"result", transport.StreamingShape(1, 1), transport.KeyValueShape(4, 1)},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.side+" side", func(t *testing.T) {
 			f := newSchedFiles(t)
 			_, _, _, err := StartByWorkloadShape(f.config(0), tt.submit, tt.result)
-			if !errors.Is(err, ErrUnsupportedFamily) {
+			if !errors.Is(err, ErrUnsupportedFamily) || !errors.Is(err, heartbeat.ErrInvalidConfig) {
 				t.Fatalf("got %v, want ErrUnsupportedFamily", err)
+			}
+			// The refusal names the family refused, as the seed's
+			// UnsupportedTransportFamily(SharedHashMap) does.
+			var ufe *UnsupportedFamilyError
+			if !errors.As(err, &ufe) || ufe.Family != transport.FamilyHashMap || ufe.Side != tt.side {
+				t.Fatalf("got %#v, want the hash map refused on the %s side", err, tt.side)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "hashmap") || !strings.Contains(msg, tt.side+" side") {
+				t.Fatalf("%q does not name the family and side", msg)
 			}
 			for _, p := range []string{f.submit, f.result, f.hb} {
 				if _, err := os.Stat(p); !os.IsNotExist(err) {
