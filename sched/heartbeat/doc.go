@@ -42,7 +42,12 @@
 // a dead participant of that file), then frees the slots of dead
 // participants whose leases are all in those queues. Its WatchReport says,
 // per dead participant, what it did or in a dry run would do, and why
-// (Decision). ExitEvents carries exits to one bounded subscriber.
+// (Decision). ExitEvents carries exits to one bounded subscriber and keeps
+// each exit's outcome, by pid and start time, until it is received or
+// taken: a subscriber whose queue overflowed gets a *LaggedError
+// (ErrLagged) and recovers what it missed with TakeOutcomes or
+// TakeOutcome. The store is in the watchdog process's memory, bounded
+// (WithOutcomeBound), and counts what it drops (OutcomesDropped).
 //
 // No crash loop can fill a table: Register on a full table recovers the
 // slots of members proven dead itself, running a watchdog scan with apply

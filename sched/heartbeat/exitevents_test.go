@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/shmkit/shmkit/shm"
 )
 
 func TestExitEventsOverflowGivesOneLagged(t *testing.T) {
@@ -18,15 +20,24 @@ func TestExitEventsOverflowGivesOneLagged(t *testing.T) {
 	for pid := int32(1); pid <= 5; pid++ {
 		ev.Publish(ExitEvent{PID: pid, Reason: ExitUnregistered})
 	}
-	if e, err := sub.Recv(); err != nil || !e.Lagged {
-		t.Fatalf("want Lagged, got %v %v", e, err)
+	_, err = sub.Recv()
+	var lag *LaggedError
+	if !errors.Is(err, ErrLagged) || !errors.As(err, &lag) || lag.Missed != 5 || lag.Dropped != 0 {
+		t.Fatalf("want a lag of 5, got %v", err)
 	}
 	if e, err := sub.RecvTimeout(0); !errors.Is(err, ErrRecvTimeout) {
 		t.Fatalf("lag must reset the queued batch, got %v %v", e, err)
 	}
+	// The batch is still in the store.
+	if got := ev.TakeOutcomes(); len(got) != 5 || got[0].PID != 1 || got[4].PID != 5 {
+		t.Fatalf("outcomes after the lag: %v", got)
+	}
 	ev.Publish(ExitEvent{PID: 6, Reason: ExitReclaimed})
-	if e, err := sub.Recv(); err != nil || e.Lagged || e.PID != 6 || e.Reason != ExitReclaimed {
+	if e, err := sub.Recv(); err != nil || e.PID != 6 || e.Reason != ExitReclaimed {
 		t.Fatalf("after recovery: %v %v", e, err)
+	}
+	if got := ev.Outcomes(); len(got) != 0 {
+		t.Fatalf("a received event stayed in the store: %v", got)
 	}
 }
 
@@ -62,11 +73,16 @@ func TestExitEventsTimeout(t *testing.T) {
 	}
 }
 
-func TestExitEventsBeforeSubscriptionAreDropped(t *testing.T) {
+// Exits published before a subscription are not received, but their
+// outcomes are stored.
+func TestExitEventsBeforeSubscriptionAreStoredNotReceived(t *testing.T) {
 	ev := NewExitEvents(1)
 	ev.Publish(ExitEvent{PID: 1})
 	sub, _ := ev.Subscribe()
 	if _, err := sub.RecvTimeout(0); !errors.Is(err, ErrRecvTimeout) {
 		t.Fatal(err)
+	}
+	if e, ok := ev.TakeOutcome(shm.ProcessID{PID: 1}); !ok || e.PID != 1 {
+		t.Fatalf("outcome %v %v", e, ok)
 	}
 }

@@ -58,6 +58,7 @@ type Watchdog struct {
 
 type seenSlot struct {
 	ctl          uint64
+	id           shm.ProcessID // the member's, once its start time is written (active, reclaiming)
 	deadReported bool
 }
 
@@ -327,7 +328,11 @@ func (w *Watchdog) noteDepartures(rep *WatchReport) {
 			if prev.State != layout.HBFree && (prev.Gen != cur.Gen || cur.State == layout.HBFree) {
 				// The member the last scan saw has left. (The same member
 				// moving claiming -> active -> reclaiming has not.)
-				ev := ExitEvent{PID: int32(prev.PID), Slot: p.Slot, Reason: ExitUnknown, Detail: "slot reused before this scan"}
+				id := shm.ProcessID{PID: int32(prev.PID)}
+				if before.id.PID == id.PID {
+					id = before.id
+				}
+				ev := ExitEvent{PID: id.PID, ID: id, Slot: p.Slot, Reason: ExitUnknown, Detail: "slot reused before this scan"}
 				if p.LastExit.PID == prev.PID && p.LastExit.Gen == prev.Gen {
 					ev.Reason, ev.Detail = exitReason(p.LastExit.Reason)
 				}
@@ -338,7 +343,8 @@ func (w *Watchdog) noteDepartures(rep *WatchReport) {
 			if le := p.LastExit; le.Reason != 0 && genIn(le.Gen, from, cur.Gen) {
 				// A member no scan saw: it registered at generation
 				// le.Gen (>= from) and left before cur.Gen.
-				ev := ExitEvent{PID: int32(le.PID), Slot: p.Slot}
+				// Its start time was never read: the outcome's ID has none.
+				ev := ExitEvent{PID: int32(le.PID), ID: shm.ProcessID{PID: int32(le.PID)}, Slot: p.Slot}
 				ev.Reason, ev.Detail = exitReason(le.Reason)
 				ev.Detail = join(ev.Detail, "registered and left between two scans")
 				if skipped := (le.Gen - from) & genMask; skipped > 0 {
@@ -349,7 +355,11 @@ func (w *Watchdog) noteDepartures(rep *WatchReport) {
 		}
 		// Every slot is remembered, free ones too: a free slot's
 		// generation is how the next scan sees who came and went.
-		w.known[p.Slot] = seenSlot{ctl: p.ctl, deadReported: seen && before.deadReported}
+		s := seenSlot{ctl: p.ctl, deadReported: seen && before.deadReported}
+		if cur.State == layout.HBActive || cur.State == layout.HBReclaiming {
+			s.id = p.ID
+		}
+		w.known[p.Slot] = s
 	}
 }
 

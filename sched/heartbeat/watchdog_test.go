@@ -179,12 +179,17 @@ func TestWatchdogPublishesUnregistration(t *testing.T) {
 	sub, _ := ev.Subscribe()
 	wd := NewWatchdog(h, WatchdogConfig{Events: ev})
 	m, _ := h.Register("x")
-	wd.Scan(true)
+	id := wd.Scan(true).Participants[m.Slot()].ID
 	m.Unregister()
 	wd.Scan(true)
 	e, err := sub.RecvTimeout(time.Second)
 	if err != nil || e.Reason != ExitUnregistered {
 		t.Fatalf("%v %v", e, err)
+	}
+	// The scan that saw the member remembered its start time: the event
+	// names the process, not only its pid.
+	if id.Start == 0 || e.ID != id {
+		t.Fatalf("event's id %v, want %v", e.ID, id)
 	}
 }
 
