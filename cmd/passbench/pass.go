@@ -88,6 +88,7 @@ type PassReport struct {
 	Failed       uint64 `json:"failed"`        // error results they made
 	Backpressure uint64 `json:"backpressure"`  // results that waited for room in the result ring
 	Released     uint64 `json:"released"`      // passes handed back unfinished at their Stop
+	LateResults  uint64 `json:"late_results"`  // results of runs abandoned at their Stop, dropped
 	Requeued     uint64 `json:"requeued"`      // passes of dead workers delivered again
 	LeftInRing   int    `json:"left_in_ring"`  // passes still in the submit ring at the end (copies whose result had already come)
 	StoppedEarly bool   `json:"stopped_early"` // results were still missing when both rings went quiet
@@ -178,7 +179,7 @@ func (j *passJob) passConfig(workers int, reg *pass.Registry, label string) pass
 
 // checkEcho is the closure: it verifies the pass's checksum and returns
 // the arguments unchanged.
-func checkEcho(args []byte) ([]byte, error) {
+func checkEcho(_ context.Context, args []byte) ([]byte, error) {
 	if _, err := parseMsg(args, len(args)); err != nil {
 		return nil, err
 	}
@@ -224,9 +225,29 @@ func passWorkerMain(j *passJob, ctl *control) (*report, error) {
 	err = ctl.awaitStop(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = errors.Join(err, s.Stop(ctx))
+	err = errors.Join(err, withoutCut(s.Stop(ctx), ctx))
 	st := s.Stats()
 	return &report{Role: rolePassWorker, ID: j.ID, Pass: &st}, err
+}
+
+// withoutCut drops from Stop's error the part that says its context ended
+// with passes unfinished: those were released for another worker and are
+// reported (PassReport.Released), not a failure of the worker.
+func withoutCut(err error, ctx context.Context) error {
+	if ctx.Err() == nil || err == nil {
+		return err
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var kept []error
+	for _, e := range errs {
+		if !errors.Is(e, ctx.Err()) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
 }
 
 // submitterMain submits this submitter's passes, each stamped just before
@@ -565,6 +586,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 			pr.Failed += p.Failed
 			pr.Backpressure += p.Backpressure
 			pr.Released += p.Released
+			pr.LateResults += p.LateResults
 		}
 	}
 	res.Pass = pr

@@ -19,6 +19,15 @@
 // (ErrResultDequeOwner). Stop closes Config.Events, which disconnects its
 // subscriber.
 //
+// Stop(ctx) lets passes in flight finish until ctx ends, then cancels the
+// running closures' contexts, releases their passes (and any whose result
+// waits for room in a full result ring) back to the submit queue, and
+// returns without waiting for the closures; a result an abandoned run
+// returns later is dropped and counted (Stats.LateResults). Another worker
+// runs a released pass again, so a pass can run twice: delivery is at
+// least once, after a Stop as after a crash, and closures with effects
+// must be idempotent.
+//
 // Submitter and Collector put passes and read results (wire format in
 // docs/format.md, bounded by MaxArgs and MaxResult); Tasks makes every
 // submitted pass a task.Scheduler task, so awaiting work in other processes

@@ -22,7 +22,7 @@ func ExampleTasks() {
 	defer os.Remove(base + "-hb")
 
 	reg := pass.NewRegistry()
-	reg.Register(1, func(args []byte) ([]byte, error) { return append([]byte("hello "), args...), nil })
+	reg.Register(1, func(ctx context.Context, args []byte) ([]byte, error) { return append([]byte("hello "), args...), nil })
 	s, err := pass.Start(pass.Config{
 		SubmitPath: base + "-submit", ResultPath: base + "-result", HeartbeatPath: base + "-hb",
 		Workers: 2, Registry: reg,

@@ -29,20 +29,66 @@ const (
 	closureLongError = 4 // fails with a 200-byte message
 	closureBigResult = 5 // returns 100 bytes
 	closurePanic     = 6 // panics with "kaboom: ARGS"
+	// closureStall returns its arguments in worker processes; a test's own
+	// scheduler registers a version that blocks (stallingScheduler).
+	closureStall = 7
 )
 
 func testRegistry() *Registry {
 	r := NewRegistry()
-	r.Register(closureEcho, func(a []byte) ([]byte, error) { return a, nil })
-	r.Register(closureFail, func(a []byte) ([]byte, error) { return nil, fmt.Errorf("boom: %s", a) })
-	r.Register(closureCrash, func(a []byte) ([]byte, error) {
+	r.Register(closureEcho, func(_ context.Context, a []byte) ([]byte, error) { return a, nil })
+	r.Register(closureFail, func(_ context.Context, a []byte) ([]byte, error) { return nil, fmt.Errorf("boom: %s", a) })
+	r.Register(closureCrash, func(_ context.Context, a []byte) ([]byte, error) {
 		shm.CrashPoint("test.pass.executing")
 		return a, nil
 	})
-	r.Register(closureLongError, func(a []byte) ([]byte, error) { return nil, errors.New(strings.Repeat("e", 200)) })
-	r.Register(closureBigResult, func(a []byte) ([]byte, error) { return make([]byte, 100), nil })
-	r.Register(closurePanic, func(a []byte) ([]byte, error) { panic("kaboom: " + string(a)) })
+	r.Register(closureLongError, func(_ context.Context, a []byte) ([]byte, error) { return nil, errors.New(strings.Repeat("e", 200)) })
+	r.Register(closureBigResult, func(_ context.Context, a []byte) ([]byte, error) { return make([]byte, 100), nil })
+	r.Register(closurePanic, func(_ context.Context, a []byte) ([]byte, error) { panic("kaboom: " + string(a)) })
+	r.Register(closureStall, func(_ context.Context, a []byte) ([]byte, error) { return a, nil })
 	return r
+}
+
+// stallingScheduler starts a scheduler in this process, with one worker,
+// whose closureStall is stall.
+func stallingScheduler(t *testing.T, f schedFiles, stall Closure) *Scheduler {
+	t.Helper()
+	cfg := f.config(1)
+	cfg.Label = "stalling"
+	cfg.Registry = NewRegistry()
+	cfg.Registry.Register(closureStall, stall)
+	return startSched(t, cfg)
+}
+
+// await receives from ch, failing the test if nothing comes in a minute
+// (a hang guard, not a bound on speed).
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("never: %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// eventually polls cond, failing the test if it stays false for a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+// stopped returns a context that has already ended.
+func stopped() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 // schedFiles names the three files of one test's scheduler.
@@ -82,6 +128,9 @@ func schedChild(role string) error {
 	case "worker":
 		cfg := f.config(max(proctest.EnvInt("WORKERS"), 1))
 		cfg.Label = "test-worker"
+		if c := proctest.EnvInt("RING_CAPACITY"); c > 0 { // rings the test created smaller
+			cfg.Ring.Capacity = uint64(c)
+		}
 		var s *Scheduler
 		var err error
 		if os.Getenv("SCHED_STEAL") == "1" {

@@ -57,10 +57,11 @@ func (c *Config) defaults() {
 
 // Stats counts what this process's workers did.
 type Stats struct {
-	Executed       uint64 // passes run to a result
-	Failed         uint64 // results with an error status
+	Executed       uint64 // closures run to a result (late ones included)
+	Failed         uint64 // results with an error status (late ones included)
 	Backpressure   uint64 // results that waited for room in the result ring
-	Released       uint64 // passes handed back unfinished at Stop
+	Released       uint64 // passes handed back unfinished at Stop (another worker runs them again)
+	LateResults    uint64 // results of runs abandoned at Stop (their pass released), dropped
 	WatchdogScans  uint64
 	Reclaimed      uint64 // dead participants this process's watchdog reclaimed
 	LeaseRecordErr uint64 // leases that could not be shown in the heartbeat table
@@ -76,17 +77,38 @@ type Scheduler struct {
 	member *heartbeat.Member
 	wd     *heartbeat.Watchdog
 
-	claimCtx     context.Context // ends when Stop begins: no new claims
-	stopClaim    context.CancelFunc
-	finishCtx    context.Context // ends when Stop's own context ends: in-flight work gives up
+	claimCtx  context.Context // ends when Stop begins: no new claims
+	stopClaim context.CancelFunc
+	// finishCtx ends when Stop's own context ends: it is every running
+	// closure's context, and bounds a result's wait for room.
+	finishCtx    context.Context
 	finishCancel context.CancelFunc
+	runs         []*run // one per worker goroutine
 	wg           sync.WaitGroup
 	stopOnce     sync.Once
 	stopErr      error
 
-	executed, failed, backpressure, released atomic.Uint64
-	scans, reclaimed, leaseRecordErr         atomic.Uint64
+	executed, failed, backpressure, released, late atomic.Uint64
+	scans, reclaimed, leaseRecordErr               atomic.Uint64
 }
+
+// run is what one worker goroutine is doing, shared with Stop so that it
+// can abandon a closure that outlives Stop's context.
+type run struct {
+	mu       sync.Mutex
+	state    runState
+	lease    transport.Lease
+	ref      heartbeat.LeaseRef
+	recorded bool // ref names a lease record to clear
+}
+
+type runState uint8
+
+const (
+	runIdle      runState = iota // claiming, or pushing a result: the worker holds its lease
+	runExecuting                 // in the closure: Stop may abandon it
+	runAbandoned                 // Stop released the lease and took over the worker's share of wg
+)
 
 // Start opens or creates the submit ring, result ring and heartbeat table,
 // registers this process and starts its workers (and watchdog).
@@ -140,8 +162,10 @@ func StartWithQueues(cfg Config, submit, result transport.Queue) (*Scheduler, er
 	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
 	s.finishCtx, s.finishCancel = context.WithCancel(context.Background())
 	for i := 0; i < cfg.Workers; i++ {
+		r := &run{}
+		s.runs = append(s.runs, r)
 		s.wg.Add(1)
-		go s.worker()
+		go s.worker(r)
 	}
 	s.wg.Add(1)
 	go s.every(cfg.BeatInterval, member.Beat)
@@ -179,9 +203,20 @@ func (s *Scheduler) ScanNow() heartbeat.WatchReport {
 
 // worker claims passes, runs them and pushes their results. A worker
 // killed anywhere in here loses nothing: the pass stays leased in the
-// submit ring until a watchdog requeues it.
-func (s *Scheduler) worker() {
-	defer s.wg.Done()
+// submit ring until a watchdog requeues it. When Stop's context ends while
+// a closure runs, Stop releases the pass and the worker, once the closure
+// returns, drops its result and exits (see abandon).
+func (s *Scheduler) worker(r *run) {
+	abandoned := false
+	defer func() {
+		if !abandoned { // an abandoned worker's share of wg was Stop's to give back
+			s.wg.Done()
+		}
+	}()
+	// The closure reads its arguments from this copy, not from the slot:
+	// an abandoned closure may still be reading after its lease was
+	// released (the slot reused) and the ring unmapped.
+	in := make([]byte, s.submit.MaxPayload())
 	out := make([]byte, s.result.MaxPayload())
 	ringID := s.submit.ID()
 	for s.claimCtx.Err() == nil {
@@ -200,30 +235,87 @@ func (s *Scheduler) worker() {
 			s.leaseRecordErr.Add(1)
 		}
 		shm.CrashPoint(crashPassWorkerAfterClaim)
-		n := s.execute(lease.Data(), out)
+		msg := in[:copy(in, lease.Data())]
+		r.mu.Lock()
+		if s.finishCtx.Err() != nil {
+			// Claimed as Stop gave up: Stop's sweep is past this worker
+			// or about to find it idle. Do not start the closure.
+			r.mu.Unlock()
+			s.handBack(lease, ref, rerr == nil)
+			return
+		}
+		r.state, r.lease, r.ref, r.recorded = runExecuting, lease, ref, rerr == nil
+		r.mu.Unlock()
+		n := s.execute(s.finishCtx, msg, out)
+		r.mu.Lock()
+		if r.state == runAbandoned {
+			// Stop released the pass while the closure ran; another
+			// worker runs it again. This result is late: drop it.
+			r.mu.Unlock()
+			s.late.Add(1)
+			abandoned = true
+			return
+		}
+		r.state, r.lease = runIdle, transport.Lease{}
+		r.mu.Unlock()
 		shm.CrashPoint(crashPassWorkerAfterExecute)
+		if s.finishCtx.Err() != nil {
+			// The closure's context was cancelled while it ran: what it
+			// returned may be that cancellation, not the pass's result.
+			// Hand the pass back as Stop would have.
+			s.late.Add(1)
+			s.handBack(lease, ref, rerr == nil)
+			return
+		}
 		err = s.result.TryPush(out[:n])
 		if errors.Is(err, transport.ErrFull) {
 			s.backpressure.Add(1)
 			err = s.result.Push(s.finishCtx, out[:n])
 		}
 		if err != nil {
-			// Stop's deadline passed with the result ring full: hand the
+			// Stop's context ended with the result ring full: hand the
 			// pass back for another worker rather than drop its result.
-			s.submit.Release(lease)
-			s.released.Add(1)
-		} else {
-			shm.CrashPoint(crashPassWorkerAfterResult)
-			s.submit.Ack(lease)
+			s.handBack(lease, ref, rerr == nil)
+			continue // the next Claim sees claimCtx ended
 		}
+		shm.CrashPoint(crashPassWorkerAfterResult)
+		s.submit.Ack(lease)
 		if rerr == nil {
 			s.member.ClearLease(ref)
 		}
 	}
 }
 
+// handBack releases an unfinished pass to the submit queue for another
+// worker and clears its lease record.
+func (s *Scheduler) handBack(lease transport.Lease, ref heartbeat.LeaseRef, recorded bool) {
+	s.submit.Release(lease)
+	s.released.Add(1)
+	if recorded {
+		s.member.ClearLease(ref)
+	}
+}
+
+// abandon runs when Stop's context has ended (finishCtx is cancelled, so
+// every running closure's context is): it releases the pass of every
+// closure still running, and gives back its worker's share of wg so that
+// Stop does not wait for the closure. The worker drops the result when the
+// closure returns.
+func (s *Scheduler) abandon() {
+	for _, r := range s.runs {
+		r.mu.Lock()
+		if r.state == runExecuting {
+			r.state = runAbandoned
+			s.handBack(r.lease, r.ref, r.recorded)
+			r.lease = transport.Lease{}
+			s.wg.Done()
+		}
+		r.mu.Unlock()
+	}
+}
+
 // execute runs one submit message and writes its result message into out.
-func (s *Scheduler) execute(msg, out []byte) int {
+func (s *Scheduler) execute(ctx context.Context, msg, out []byte) int {
 	closure, token, args, err := decodeSubmit(msg)
 	if err != nil {
 		s.failed.Add(1)
@@ -234,7 +326,7 @@ func (s *Scheduler) execute(msg, out []byte) int {
 		s.failed.Add(1)
 		return encodeResult(out, token, StatusUnknownClosure, []byte(err.Error()))
 	}
-	res, err := runClosure(fn, args)
+	res, err := runClosure(ctx, fn, args)
 	s.executed.Add(1)
 	switch {
 	case err != nil:
@@ -250,13 +342,13 @@ func (s *Scheduler) execute(msg, out []byte) int {
 
 // runClosure turns a panicking closure into an error result: one bad pass
 // must not take the worker process (and its other leases) down.
-func runClosure(fn Closure, args []byte) (res []byte, err error) {
+func runClosure(ctx context.Context, fn Closure, args []byte) (res []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("closure panicked: %v\n%s", r, firstLines(debug.Stack(), 6))
 		}
 	}()
-	return fn(args)
+	return fn(ctx, args)
 }
 
 func firstLines(b []byte, n int) []byte {
@@ -274,7 +366,7 @@ func firstLines(b []byte, n int) []byte {
 func (s *Scheduler) Stats() Stats {
 	return Stats{
 		Executed: s.executed.Load(), Failed: s.failed.Load(), Backpressure: s.backpressure.Load(),
-		Released: s.released.Load(), WatchdogScans: s.scans.Load(), Reclaimed: s.reclaimed.Load(),
+		Released: s.released.Load(), LateResults: s.late.Load(), WatchdogScans: s.scans.Load(), Reclaimed: s.reclaimed.Load(),
 		LeaseRecordErr: s.leaseRecordErr.Load(),
 	}
 }
@@ -285,24 +377,45 @@ func (s *Scheduler) Heartbeat() *heartbeat.Table { return s.hb }
 // Member returns this process's registration.
 func (s *Scheduler) Member() *heartbeat.Member { return s.member }
 
-// Stop ends the scheduler gracefully: workers stop claiming, passes in
-// flight finish (if ctx ends first, they are released back to the submit
-// ring for another worker), the registration is removed and the files are
-// closed. The files stay. Stop closes Config.Events, if set: its
-// subscriber receives what is queued, then heartbeat.ErrDisconnected.
+// Stop ends the scheduler gracefully: workers stop claiming and passes in
+// flight finish, until ctx ends. Then every running closure's context is
+// cancelled, each unfinished pass (a closure still running, or a result
+// waiting for room in a full result ring) is released back to the submit
+// queue for another worker, and Stop returns without waiting for the
+// closures: whatever an abandoned run returns later is dropped and counted
+// (Stats.LateResults). A pass so released runs again elsewhere, so it can
+// run twice, its first run cut short or not (at least once, as after a
+// crash). Then the registration is removed and the files are closed (they
+// stay). Stop closes Config.Events, if set: its subscriber receives what
+// is queued, then heartbeat.ErrDisconnected. The error wraps ctx's if
+// passes had to be released; it is nil otherwise, unless closing failed.
+// Calls after the first return the first's result.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
-		stop := context.AfterFunc(ctx, s.finishCancel)
-		defer stop()
 		s.stopClaim()
-		s.wg.Wait()
+		done := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(done)
+		}()
+		var cut error
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.finishCancel()
+			s.abandon()
+			<-done // workers not abandoned exit now: their claims and pushes end with finishCtx
+			if n := s.released.Load(); n > 0 {
+				cut = fmt.Errorf("pass: stop: %d unfinished passes released for another worker: %w", n, ctx.Err())
+			}
+		}
 		s.finishCancel()
 		if s.cfg.Events != nil {
 			// No scan runs any more: disconnect the subscriber, as
 			// dropping the seed's scheduler does.
 			s.cfg.Events.Close()
 		}
-		s.stopErr = errors.Join(s.member.Unregister(), s.submit.Close(), s.result.Close(), s.hb.Close())
+		s.stopErr = errors.Join(cut, s.member.Unregister(), s.submit.Close(), s.result.Close(), s.hb.Close())
 	})
 	return s.stopErr
 }

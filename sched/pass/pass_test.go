@@ -3,7 +3,6 @@ package pass
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,42 +200,5 @@ func TestPassWorkerKilledMidPass(t *testing.T) {
 	r, ok := res[tok]
 	if !ok || r.Err() != nil || string(r.Data) != "survive me" {
 		t.Fatalf("result %+v", res)
-	}
-}
-
-// TestPassStopReleasesWhenResultRingFull: Stop with a deadline hands a
-// pass whose result cannot be delivered back to the submit ring.
-func TestPassStopReleasesWhenResultRingFull(t *testing.T) {
-	f := newSchedFiles(t)
-	cfg := f.config(1)
-	cfg.Ring = transport.RingConfig{Capacity: 2}
-	s, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := s.Submitter()
-	for i := 0; i < 3; i++ {
-		if _, err := sub.Submit(context.Background(), closureEcho, []byte(fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Stats().Backpressure == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := s.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st := s.Stats()
-	if st.Backpressure == 0 || st.Released != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-	r, _ := transport.OpenRing(f.submit)
-	defer r.Close()
-	l, err := r.TryClaim()
-	if err != nil || string(l.Data()[submitHeader:]) != "2" {
-		t.Fatalf("released pass not back in the submit ring: %v", err)
 	}
 }

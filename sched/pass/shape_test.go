@@ -17,7 +17,7 @@ const closureTriple = 7
 
 func tripleRegistry() *Registry {
 	r := NewRegistry()
-	r.Register(closureTriple, func(a []byte) ([]byte, error) {
+	r.Register(closureTriple, func(_ context.Context, a []byte) ([]byte, error) {
 		out := make([]byte, len(a))
 		for i, b := range a {
 			out[i] = b * 3
