@@ -99,7 +99,8 @@ type run struct {
 	state    runState
 	lease    transport.Lease
 	ref      heartbeat.LeaseRef
-	recorded bool // ref names a lease record to clear
+	recorded bool   // ref names a lease record to clear
+	msg      []byte // the pass being executed (the worker's copy), for a closure that never returns
 }
 
 type runState uint8
@@ -208,7 +209,33 @@ func (s *Scheduler) ScanNow() heartbeat.WatchReport {
 // returns, drops its result and exits (see abandon).
 func (s *Scheduler) worker(r *run) {
 	abandoned := false
+	out := make([]byte, s.result.MaxPayload())
 	defer func() {
+		// A closure that ends its goroutine with runtime.Goexit (as
+		// t.FailNow does) neither returns nor panics: the worker unwinds
+		// with its run still executing. Settle the pass as a failed one
+		// and start a worker in its place.
+		r.mu.Lock()
+		goexit := r.state == runExecuting
+		if goexit {
+			r.state = runIdle
+		}
+		if r.state == runAbandoned && !abandoned {
+			// Stop abandoned the run (and gave back this worker's share
+			// of wg), then the closure called Goexit: nothing to settle.
+			abandoned = true
+			s.late.Add(1)
+		}
+		lease, ref, recorded, msg := r.lease, r.ref, r.recorded, r.msg
+		r.lease, r.msg = transport.Lease{}, nil
+		r.mu.Unlock()
+		if goexit {
+			s.settleGoexit(lease, ref, recorded, msg, out)
+			if s.claimCtx.Err() == nil {
+				s.wg.Add(1)
+				go s.worker(r)
+			}
+		}
 		if !abandoned { // an abandoned worker's share of wg was Stop's to give back
 			s.wg.Done()
 		}
@@ -217,7 +244,6 @@ func (s *Scheduler) worker(r *run) {
 	// an abandoned closure may still be reading after its lease was
 	// released (the slot reused) and the ring unmapped.
 	in := make([]byte, s.submit.MaxPayload())
-	out := make([]byte, s.result.MaxPayload())
 	ringID := s.submit.ID()
 	for s.claimCtx.Err() == nil {
 		lease, err := s.submit.Claim(s.claimCtx)
@@ -244,7 +270,7 @@ func (s *Scheduler) worker(r *run) {
 			s.handBack(lease, ref, rerr == nil)
 			return
 		}
-		r.state, r.lease, r.ref, r.recorded = runExecuting, lease, ref, rerr == nil
+		r.state, r.lease, r.ref, r.recorded, r.msg = runExecuting, lease, ref, rerr == nil, msg
 		r.mu.Unlock()
 		n := s.execute(s.finishCtx, msg, out)
 		r.mu.Lock()
@@ -256,7 +282,7 @@ func (s *Scheduler) worker(r *run) {
 			abandoned = true
 			return
 		}
-		r.state, r.lease = runIdle, transport.Lease{}
+		r.state, r.lease, r.msg = runIdle, transport.Lease{}, nil
 		r.mu.Unlock()
 		shm.CrashPoint(crashPassWorkerAfterExecute)
 		if s.finishCtx.Err() != nil {
@@ -283,6 +309,29 @@ func (s *Scheduler) worker(r *run) {
 		if rerr == nil {
 			s.member.ClearLease(ref)
 		}
+	}
+}
+
+// settleGoexit answers a pass whose closure called runtime.Goexit with an
+// error result, as a panic is answered (the submitter hears of it once),
+// then acks it; with no room for the result it hands the pass back
+// instead, never blocking (the worker goroutine is going away).
+func (s *Scheduler) settleGoexit(lease transport.Lease, ref heartbeat.LeaseRef, recorded bool, msg, out []byte) {
+	s.executed.Add(1)
+	s.failed.Add(1)
+	_, token, _, err := decodeSubmit(msg)
+	if err != nil || s.finishCtx.Err() != nil {
+		s.handBack(lease, ref, recorded)
+		return
+	}
+	n := encodeResult(out, token, StatusError, []byte("closure called runtime.Goexit (t.FailNow?) instead of returning"))
+	if s.result.TryPush(out[:n]) != nil {
+		s.handBack(lease, ref, recorded)
+		return
+	}
+	s.submit.Ack(lease)
+	if recorded {
+		s.member.ClearLease(ref)
 	}
 }
 

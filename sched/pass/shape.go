@@ -46,6 +46,12 @@ func (e *UnsupportedFamilyError) Unwrap() []error {
 // neither a result nor an error.
 var ErrResultDequeOwner = errors.New("pass: only the result deque's owner can push results")
 
+// ErrSubmitDequeOwner: a submit side that is a deque pushes only from its
+// owner, so a process without workers (a submitter) must own it; one that
+// finds it owned by another live process (a worker process that created
+// it first, or another submitter) is refused at start.
+var ErrSubmitDequeOwner = errors.New("pass: only the submit deque's owner can submit")
+
 // owned is a queue with a single owner that alone may push (the deque).
 type owned interface{ IsOwner() bool }
 
@@ -83,7 +89,11 @@ func checkResultSide(cfg Config, result transport.Queue) error {
 // another process owns it; a process without workers (a submitter) only
 // opens an existing one as a thief, to collect, and is refused if none
 // exists yet. Neither refusal creates the result file; the submit file
-// is opened first, as usual, and may stay behind.
+// is opened first, as usual, and may stay behind. A deque submit side is
+// pushed only by its owner: a process without workers creates or adopts
+// it, and is refused (ErrSubmitDequeOwner) when another live process owns
+// it; so start the submitter before worker processes (which steal from it
+// and may own it only if they came first).
 func StartByWorkloadShape(cfg Config, submitShape, resultShape transport.Shape) (*Scheduler, transport.Family, transport.Family, error) {
 	cfg.defaults()
 	submitFamily, _, err := transport.Pick(submitShape)
@@ -106,6 +116,11 @@ func StartByWorkloadShape(cfg Config, submitShape, resultShape transport.Shape) 
 	submit, _, err := transport.OpenQueue(submitFamily, cfg.SubmitPath, cfg.Ring)
 	if err != nil {
 		return nil, submitFamily, resultFamily, err
+	}
+	if d, ok := submit.(owned); ok && cfg.Workers == 0 && !d.IsOwner() {
+		submit.Close()
+		return nil, submitFamily, resultFamily, fmt.Errorf("%w: %w: %s: another live process owns it, so Submit here could never push (one submitting process per submit deque: start the submitter before the worker processes, which then only steal)",
+			heartbeat.ErrInvalidConfig, ErrSubmitDequeOwner, cfg.SubmitPath)
 	}
 	result, err := openResult(cfg, resultFamily)
 	if err != nil {
