@@ -60,8 +60,8 @@ type Stats struct {
 	Executed       uint64 // closures run to a result (late ones included)
 	Failed         uint64 // results with an error status (late ones included)
 	Backpressure   uint64 // results that waited for room in the result ring
-	Released       uint64 // passes handed back unfinished at Stop (another worker runs them again)
-	LateResults    uint64 // results of runs abandoned at Stop (their pass released), dropped
+	Released       uint64 // passes handed back unfinished (at Stop, or after a result push failed): another worker runs them again
+	LateResults    uint64 // results dropped because Stop's context ended while their closure ran (the pass released)
 	WatchdogScans  uint64
 	Reclaimed      uint64 // dead participants this process's watchdog reclaimed
 	LeaseRecordErr uint64 // leases that could not be shown in the heartbeat table
@@ -442,6 +442,7 @@ func (s *Scheduler) Member() *heartbeat.Member { return s.member }
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopClaim()
+		released := s.released.Load() // before this Stop (a result ring that failed a push hands passes back too)
 		done := make(chan struct{})
 		go func() {
 			s.wg.Wait()
@@ -454,7 +455,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 			s.finishCancel()
 			s.abandon()
 			<-done // workers not abandoned exit now: their claims and pushes end with finishCtx
-			if n := s.released.Load(); n > 0 {
+			if n := s.released.Load() - released; n > 0 {
 				cut = fmt.Errorf("pass: stop: %d unfinished passes released for another worker: %w", n, ctx.Err())
 			}
 		}
