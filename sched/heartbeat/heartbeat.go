@@ -231,7 +231,7 @@ func (h *Table) Register(label string, queues ...Repairable) (*Member, error) {
 			if d.Action == ActionKeep {
 				kept = append(kept, d)
 			}
-			if d.Action != ActionKeep || d.Why != KeepQueueNotGiven && d.Why != KeepLeaseUnnamed {
+			if d.Action != ActionKeep || d.Why != KeepQueueNotGiven {
 				permanent = false // reclaimed by another scan, or kept for now only
 			}
 		}

@@ -135,12 +135,6 @@ const (
 	// KeepSlotChanged: the slot changed after the scan read it (another
 	// watchdog is reclaiming it, or it was freed). Only with apply.
 	KeepSlotChanged
-	// KeepLeaseUnnamed: the member died inside RecordLease before the
-	// record named the lease's ring: which queue holds its lease is
-	// unknown, so the slot is kept (the ring's own repair still requeues
-	// the lease; an operator frees the slot). Rare: the window is a few
-	// stores.
-	KeepLeaseUnnamed
 )
 
 func (r KeepReason) String() string {
@@ -151,8 +145,6 @@ func (r KeepReason) String() string {
 		return "lease in a queue not repaired"
 	case KeepSlotChanged:
 		return "slot changed during the scan"
-	case KeepLeaseUnnamed:
-		return "a lease record half-written, naming no queue"
 	}
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
@@ -264,16 +256,14 @@ func (w *Watchdog) reclaim(rep *WatchReport, p Participant, apply bool) Decision
 	}
 	leases := p.Leases
 	for _, ring := range p.HalfWritten {
-		// Died inside RecordLease: the record names the lease's ring, or
-		// not yet.
-		if ring == 0 {
-			d.Action, d.Why = ActionKeep, KeepLeaseUnnamed
-			if apply {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("slot %d (%s): a lease record half-written, naming no queue: slot kept", p.Slot, p.ID))
-			}
-			return d
+		// Died inside RecordLease: the record names the lease's ring, which
+		// must then be given and repaired like any other; or it names none
+		// yet, and there is nothing to account for here: the lease is
+		// requeued by its ring's own repair (the member's entry there is
+		// dead too), which a freed slot cannot prevent.
+		if ring != 0 {
+			leases = append(leases, LeaseInfo{Ring: ring})
 		}
-		leases = append(leases, LeaseInfo{Ring: ring})
 	}
 	for _, l := range leases {
 		switch {
