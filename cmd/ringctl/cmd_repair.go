@@ -183,8 +183,8 @@ func memberPlan(wr heartbeat.WatchReport) []findingJSON {
 	for _, d := range wr.Decisions {
 		p := d.Participant
 		who := p.ID.String()
-		if p.Verdict.OtherNS {
-			who = fmt.Sprintf("pid %d in another pid namespace (%s)", p.ID.PID, shm.PidNamespaceName(p.PidNS))
+		if p.OtherNamespace() {
+			who = p.Where()
 		}
 		why := p.Verdict.Reason
 		f := findingJSON{Kind: "dead_member", Location: fmt.Sprintf("heartbeat.slot[%d]", p.Slot), Owner: -1, PID: p.ID.PID,

@@ -201,7 +201,7 @@ func (p Peer) Where() string {
 		return "no process" // a free entry, or the repairer entry left holding what a repair parked there
 	}
 	if p.OtherNS {
-		return fmt.Sprintf("pid %d in another pid namespace (%s)", p.ID.PID, shm.PidNamespaceName(p.PidNS))
+		return shm.Holder{PID: p.ID.PID, PidNS: p.PidNS}.Where()
 	}
 	return p.ID.String()
 }

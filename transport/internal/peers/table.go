@@ -302,7 +302,7 @@ func (t *Table) AsRepairer(repair func() error) error {
 		claiming = layout.PeerCtl{State: layout.PeerClaiming, Gen: gen, PID: uint32(self.PID)}.Pack()
 		// The dead holder's identity, read before ours overwrites it:
 		// what MarkDead and LockTakeover report it as.
-		prev := t.recorded(i, v)
+		prev, _ := t.recorded(i, v)
 		if e.Ctl.CompareAndSwap(v, claiming) {
 			rs.prev, rs.prevCtl = prev, v
 			break
@@ -357,19 +357,20 @@ func (t *Table) AsRepairer(repair func() error) error {
 }
 
 // recorded is what entry i, whose control word is v, records of its
-// holder, unjudged.
-func (t *Table) recorded(i, v uint64) check.Peer {
+// holder, unjudged: as a check.Peer, and as the shm.Holder a judge asks
+// about. Each word is read once.
+func (t *Table) recorded(i, v uint64) (check.Peer, shm.Holder) {
 	e := t.Entry(i)
 	c := layout.UnpackPeer(v)
-	ps := check.Peer{Index: int(i), State: layout.PeerStateName(c.State), ID: shm.ProcessID{PID: int32(c.PID), Start: e.Start.Load()},
-		PidNS: e.PidNS.Load(), Repairer: i == t.n}
+	h := shm.Holder{PID: int32(c.PID), Start: e.Start.Load(), Boot: e.Boot.Load(), PidNS: e.PidNS.Load(), Complete: c.State != layout.PeerClaiming}
+	ps := check.Peer{Index: int(i), State: layout.PeerStateName(c.State), ID: h.ID(), PidNS: h.PidNS, Repairer: i == t.n}
 	if ns := e.Attached.Load(); ns != 0 {
 		ps.Attached = time.Unix(0, int64(ns))
 	}
-	if here := shm.PidNamespace(); ps.PidNS != 0 && here != 0 && ps.PidNS != here {
+	if here := shm.PidNamespace(); h.PidNS != 0 && here != 0 && h.PidNS != here {
 		ps.OtherNS = true
 	}
-	return ps
+	return ps, h
 }
 
 // Inherited reports, inside AsRepairer's repair, whether this handle took
@@ -396,17 +397,9 @@ func (t *Table) IsRepairer() bool { return t.Self != 0 && uint64(t.Self-1) == t.
 // (the entry lock released, with the pid witness agreeing where it can be
 // asked, or a different boot), never a timeout.
 func (t *Table) Status(i uint64) (check.Peer, uint64) {
-	e := t.Entry(i)
-	v := e.Ctl.Load()
+	v := t.Entry(i).Ctl.Load()
 	c := layout.UnpackPeer(v)
-	h := shm.Holder{PID: int32(c.PID), Start: e.Start.Load(), Boot: e.Boot.Load(), PidNS: e.PidNS.Load(), Complete: c.State != layout.PeerClaiming}
-	ps := check.Peer{Index: int(i), State: layout.PeerStateName(c.State), ID: h.ID(), PidNS: h.PidNS, Repairer: i == t.n}
-	if ns := e.Attached.Load(); ns != 0 {
-		ps.Attached = time.Unix(0, int64(ns))
-	}
-	if here := shm.PidNamespace(); h.PidNS != 0 && here != 0 && h.PidNS != here {
-		ps.OtherNS = true
-	}
+	ps, h := t.recorded(i, v)
 	ps.Self = t.Self == uint16(i+1)
 	switch c.State {
 	case layout.PeerFree:
