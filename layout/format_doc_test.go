@@ -31,6 +31,7 @@ var docKinds = []struct {
 	{"hashmap", KindHashMap, HashMapGeometry(1024, 16, 32, HashMapDefaultPeers), "1024 buckets, 16-byte keys, 32-byte values, 64 participants"},
 	{"heartbeat", KindHeartbeat, HeartbeatGeometry(64, 8), "64 slots, 8 leases each"},
 	{"allgather", KindAllGather, AllGatherGeometry(4, 256), "4 participants, 256 words"},
+	{"cancelboard", KindCancelBoard, CancelBoardGeometry(CBDefaultEntries), "256 entries"},
 }
 
 func renderFieldTable(t *testing.T, kind Kind, g Geometry, note string) string {

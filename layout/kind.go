@@ -10,21 +10,23 @@ type Kind uint16
 
 // File kinds. A value, once assigned, is never reused for another kind.
 const (
-	KindRegion    Kind = 1 // an opaque body of Capacity bytes (raw shared words, benchmarks)
-	KindRing      Kind = 2 // bounded MPMC ring of fixed-size slots (transport)
-	KindDeque     Kind = 3 // work-stealing deque (transport)
-	KindHashMap   Kind = 4 // fixed-size key/value map (transport)
-	KindHeartbeat Kind = 5 // heartbeat table of participants (sched/heartbeat)
-	KindAllGather Kind = 6 // all-gather consensus rounds among N processes (sched/gather)
+	KindRegion      Kind = 1 // an opaque body of Capacity bytes (raw shared words, benchmarks)
+	KindRing        Kind = 2 // bounded MPMC ring of fixed-size slots (transport)
+	KindDeque       Kind = 3 // work-stealing deque (transport)
+	KindHashMap     Kind = 4 // fixed-size key/value map (transport)
+	KindHeartbeat   Kind = 5 // heartbeat table of participants (sched/heartbeat)
+	KindAllGather   Kind = 6 // all-gather consensus rounds among N processes (sched/gather)
+	KindCancelBoard Kind = 7 // cancellation requests of a Pass scheduler's submitters (sched/pass)
 )
 
 var kindNames = map[Kind]string{
-	KindRegion:    "region",
-	KindRing:      "ring",
-	KindDeque:     "deque",
-	KindHashMap:   "hashmap",
-	KindHeartbeat: "heartbeat",
-	KindAllGather: "allgather",
+	KindRegion:      "region",
+	KindRing:        "ring",
+	KindDeque:       "deque",
+	KindHashMap:     "hashmap",
+	KindHeartbeat:   "heartbeat",
+	KindAllGather:   "allgather",
+	KindCancelBoard: "cancelboard",
 }
 
 func (k Kind) String() string {

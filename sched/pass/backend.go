@@ -10,30 +10,30 @@ import (
 
 // FairBackend is a fair.Backend that runs each prepared transition as a
 // pass in worker processes: the transition is encoded into the closure's
-// argument bytes, submitted through a Tasks, and its fair.AsyncOutput
+// argument bytes, submitted through a Client, and its fair.AsyncOutput
 // finishes when the pass's result arrives. Fair scheduling of many
 // requests can so sit on top of any number of worker processes.
 type FairBackend[W, B any] struct {
 	name    string
 	closure uint32
-	tasks   *Tasks
+	client  *Client
 	encode  func(id fair.WorkID, work W, branch *B) ([]byte, error)
 	apply   func(branch *B, result []byte) error
 	timeout time.Duration
 }
 
-// NewFairBackend returns a backend that submits through tasks to closure.
+// NewFairBackend returns a backend that submits through client to closure.
 // encode turns a transition (and its branch) into the pass's arguments;
 // apply, if not nil, writes the pass's result into the branch before the
 // transition completes. A full submit ring is waited on for at most
 // timeout (<= 0: one second); after that the submission fails.
-func NewFairBackend[W, B any](tasks *Tasks, name string, closure uint32,
+func NewFairBackend[W, B any](client *Client, name string, closure uint32,
 	encode func(id fair.WorkID, work W, branch *B) ([]byte, error),
 	apply func(branch *B, result []byte) error, timeout time.Duration) *FairBackend[W, B] {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	return &FairBackend[W, B]{name: name, closure: closure, tasks: tasks, encode: encode, apply: apply, timeout: timeout}
+	return &FairBackend[W, B]{name: name, closure: closure, client: client, encode: encode, apply: apply, timeout: timeout}
 }
 
 // Submit encodes and submits the transition and returns its output.
@@ -44,22 +44,16 @@ func (p *FairBackend[W, B]) Submit(id fair.WorkID, work W, branch *B) (*fair.Asy
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	tid, err := p.tasks.Submit(ctx, p.closure, args)
+	h, err := p.client.Submit(ctx, p.closure, args)
 	if err != nil {
 		return nil, fmt.Errorf("pass: work %v: %w", id, err)
 	}
-	done, err := p.tasks.Tasks.Done(tid)
-	if err != nil {
-		return nil, err
-	}
 	out := fair.NewAsyncOutput(p.name, 1)
 	go func() {
-		<-done
-		result, err := p.tasks.Tasks.TryResolve(tid)
+		result, err := h.Wait(context.Background())
 		if err == nil && p.apply != nil {
 			err = p.apply(branch, result)
 		}
-		p.tasks.Tasks.Forget(tid)
 		out.Finish(result, err)
 	}()
 	return out, nil

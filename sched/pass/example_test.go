@@ -8,40 +8,79 @@ import (
 	"strconv"
 
 	"github.com/shmkit/shmkit/sched/pass"
-	"github.com/shmkit/shmkit/sched/task"
 	"github.com/shmkit/shmkit/shm"
 )
 
-// Five passes, awaited together with All. The workers would normally run
-// in other processes (Start with Workers > 0 there, same paths and closure
-// ids); here one process plays both parts.
-func ExampleTasks() {
-	base := filepath.Join(shm.DefaultDir, "shmkit-example-"+strconv.Itoa(os.Getpid()))
-	defer os.Remove(base + "-submit")
-	defer os.Remove(base + "-result")
-	defer os.Remove(base + "-hb")
+// Submit a pass and await its result. The pool would normally run in other
+// processes (NewPool there, with the same paths and closure ids), and any
+// number of clients in any processes share it, each receiving the results
+// of its own passes; here one process plays both parts.
+func Example() {
+	dir, _ := os.MkdirTemp(shm.DefaultDir, "shmkit-example-")
+	defer os.RemoveAll(dir)
+	shared := pass.Shared{SubmitPath: filepath.Join(dir, "submit"), HeartbeatPath: filepath.Join(dir, "hb")}
 
 	reg := pass.NewRegistry()
 	reg.Register(1, func(ctx context.Context, args []byte) ([]byte, error) { return append([]byte("hello "), args...), nil })
-	s, err := pass.Start(pass.Config{
-		SubmitPath: base + "-submit", ResultPath: base + "-result", HeartbeatPath: base + "-hb",
-		Workers: 2, Registry: reg,
-	})
+	pool, err := pass.NewPool(pass.PoolConfig{Shared: shared, Registry: reg})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer s.Stop(context.Background())
+	defer pool.Stop(context.Background())
 
-	pt := pass.NewTasks(s)
-	defer pt.Close()
-	ctx := context.Background()
-	var ids []task.ID
-	for i := 0; i < 5; i++ {
-		id, _ := pt.Submit(ctx, 1, []byte(strconv.Itoa(i)))
-		ids = append(ids, id)
+	client, err := pass.NewClient(pass.ClientConfig{Shared: shared})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	results, err := pt.Tasks.All(ctx, ids...)
+	defer client.Close()
+
+	ctx := context.Background()
+	h, err := client.Submit(ctx, 1, []byte("world"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	result, err := h.Wait(ctx)
+	fmt.Println(string(result), err)
+	// Output: hello world <nil>
+}
+
+// Five passes awaited together with All (Race, Any and AllSettled work
+// the same way; Race and Any cancel the losers, in whichever process they
+// run).
+func ExampleClient_All() {
+	dir, _ := os.MkdirTemp(shm.DefaultDir, "shmkit-example-")
+	defer os.RemoveAll(dir)
+	shared := pass.Shared{SubmitPath: filepath.Join(dir, "submit"), HeartbeatPath: filepath.Join(dir, "hb")}
+
+	reg := pass.NewRegistry()
+	reg.Register(1, func(ctx context.Context, args []byte) ([]byte, error) { return append([]byte("hello "), args...), nil })
+	pool, err := pass.NewPool(pass.PoolConfig{Shared: shared, Workers: 2, Registry: reg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Stop(context.Background())
+	client, err := pass.NewClient(pass.ClientConfig{Shared: shared})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	ctx := context.Background()
+	var hs []*pass.Handle
+	for i := 0; i < 5; i++ {
+		h, err := client.Submit(ctx, 1, []byte(strconv.Itoa(i)))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		hs = append(hs, h)
+	}
+	results, err := client.All(ctx, hs...)
 	for _, r := range results {
 		fmt.Println(string(r))
 	}

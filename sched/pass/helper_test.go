@@ -32,6 +32,9 @@ const (
 	// closureStall returns its arguments in worker processes; a test's own
 	// scheduler registers a version that blocks (stallingScheduler).
 	closureStall = 7
+	// closureSlowEcho returns its arguments after a millisecond: long
+	// enough runs for a test to kill processes in the middle of them.
+	closureSlowEcho = 8
 )
 
 func testRegistry() *Registry {
@@ -46,18 +49,22 @@ func testRegistry() *Registry {
 	r.Register(closureBigResult, func(_ context.Context, a []byte) ([]byte, error) { return make([]byte, 100), nil })
 	r.Register(closurePanic, func(_ context.Context, a []byte) ([]byte, error) { panic("kaboom: " + string(a)) })
 	r.Register(closureStall, func(_ context.Context, a []byte) ([]byte, error) { return a, nil })
+	r.Register(closureSlowEcho, func(_ context.Context, a []byte) ([]byte, error) {
+		time.Sleep(time.Millisecond)
+		return a, nil
+	})
 	return r
 }
 
-// stallingScheduler starts a scheduler in this process, with one worker,
-// whose closureStall is stall.
-func stallingScheduler(t *testing.T, f schedFiles, stall Closure) *Scheduler {
+// stallingPool starts a pool in this process, with one worker, whose
+// closureStall is stall.
+func stallingPool(t *testing.T, f schedFiles, stall Closure) *Pool {
 	t.Helper()
-	cfg := f.config(1)
+	cfg := f.pool(1)
 	cfg.Label = "stalling"
 	cfg.Registry = NewRegistry()
 	cfg.Registry.Register(closureStall, stall)
-	return startSched(t, cfg)
+	return startPool(t, cfg)
 }
 
 // await receives from ch, failing the test if nothing comes in a minute
@@ -91,29 +98,74 @@ func stopped() context.Context {
 	return ctx
 }
 
-// schedFiles names the three files of one test's scheduler.
-type schedFiles struct{ submit, result, hb string }
+// schedFiles names the shared files of one test's queue. Reply rings
+// (ReplyPath) and the cancel board (BoardPath) are named after submit.
+type schedFiles struct{ submit, hb string }
 
 func newSchedFiles(t testing.TB) schedFiles {
 	t.Helper()
 	base := filepath.Join(shm.DefaultDir, fmt.Sprintf("shmkit-pass-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	f := schedFiles{submit: base + "-submit", result: base + "-result", hb: base + "-hb"}
+	f := schedFiles{submit: base + "-submit", hb: base + "-hb"}
 	t.Cleanup(func() {
 		os.Remove(f.submit)
-		os.Remove(f.result)
 		os.Remove(f.hb)
+		os.Remove(BoardPath(f.submit))
+		for i := 0; i < 16; i++ {
+			os.Remove(ReplyPath(f.submit, i))
+		}
 	})
 	return f
 }
 
 func (f schedFiles) env() []string {
-	return []string{"SCHED_SUBMIT=" + f.submit, "SCHED_RESULT=" + f.result, "SCHED_HB=" + f.hb}
+	return []string{"SCHED_SUBMIT=" + f.submit, "SCHED_HB=" + f.hb}
 }
 
-func (f schedFiles) config(workers int) Config {
-	return Config{SubmitPath: f.submit, ResultPath: f.result, HeartbeatPath: f.hb,
+func (f schedFiles) shared(label string) Shared {
+	return Shared{SubmitPath: f.submit, HeartbeatPath: f.hb, Label: label,
 		Ring: transport.RingConfig{Capacity: 256}, Heartbeat: heartbeat.Config{Capacity: 16},
-		Workers: workers, Registry: testRegistry(), BeatInterval: 20 * time.Millisecond}
+		BeatInterval: 20 * time.Millisecond}
+}
+
+func (f schedFiles) pool(workers int) PoolConfig {
+	return PoolConfig{Shared: f.shared("test-pool"), Workers: workers, Registry: testRegistry()}
+}
+
+func (f schedFiles) client() ClientConfig {
+	return ClientConfig{Shared: f.shared("test-client"), Reply: transport.RingConfig{Capacity: 256}}
+}
+
+func startPool(t testing.TB, cfg PoolConfig) *Pool {
+	t.Helper()
+	p, err := NewPool(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(context.Background()) })
+	return p
+}
+
+func startClient(t testing.TB, cfg ClientConfig) *Client {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startWorkers starts n worker processes (two workers each) and waits
+// until each is registered.
+func startWorkers(t *testing.T, f schedFiles, n int, env ...string) []*proctest.Child {
+	t.Helper()
+	var cs []*proctest.Child
+	for i := 0; i < n; i++ {
+		c := passHelper.Start(t, "worker", append(append(f.env(), "WORKERS=2"), env...)...)
+		c.WaitLine(t, "ready")
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // TestPassHelperProcess is the child side of the Pass scheduler's
@@ -121,63 +173,83 @@ func (f schedFiles) config(workers int) Config {
 func TestPassHelperProcess(t *testing.T) { passHelper.Serve(schedChild) }
 
 func schedChild(role string) error {
-	f := schedFiles{submit: os.Getenv("SCHED_SUBMIT"), result: os.Getenv("SCHED_RESULT"), hb: os.Getenv("SCHED_HB")}
+	f := schedFiles{submit: os.Getenv("SCHED_SUBMIT"), hb: os.Getenv("SCHED_HB")}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	switch role {
 	case "worker":
-		cfg := f.config(max(proctest.EnvInt("WORKERS"), 1))
+		cfg := f.pool(max(proctest.EnvInt("WORKERS"), 1))
 		cfg.Label = "test-worker"
 		if c := proctest.EnvInt("RING_CAPACITY"); c > 0 { // rings the test created smaller
 			cfg.Ring.Capacity = uint64(c)
 		}
-		var s *Scheduler
-		var err error
 		if os.Getenv("SCHED_STEAL") == "1" {
-			// Workers stealing from a deque the submitter owns, results
-			// streamed back through a ring.
-			s, _, _, err = StartByWorkloadShape(cfg, transport.WorkStealingShape(2), transport.StreamingShape(2, 1))
-		} else {
-			s, err = Start(cfg)
+			// Workers stealing from a deque the client owns.
+			cfg.Submit = transport.WorkStealingShape(2)
 		}
+		if os.Getenv("WATCHDOG") == "1" {
+			cfg.Watchdog, cfg.WatchdogInterval = true, 50*time.Millisecond
+		}
+		p, err := NewPool(cfg)
 		if err != nil {
 			return err
 		}
-		fmt.Println("ready", s.Member().Slot())
+		fmt.Println("ready", p.Member().Slot())
 		<-ctx.Done()
-		return s.Stop(context.Background())
-	case "deque-worker":
-		// One worker over a streaming submit ring and a work-stealing
-		// result deque: it creates the deque (and owns it) unless another
-		// process already does, in which case the start is refused.
-		cfg := f.config(1)
-		cfg.Label = "deque-worker"
-		s, _, _, err := StartByWorkloadShape(cfg, transport.StreamingShape(1, 1), transport.WorkStealingShape(1))
-		if errors.Is(err, ErrResultDequeOwner) {
-			fmt.Println("refused:", err)
-			return nil
-		}
+		err = p.Stop(context.Background())
+		st := p.Stats()
+		fmt.Printf("stats orphaned=%d orphaned-results=%d cancelled=%d\n", st.Orphaned, st.OrphanedResults, st.Cancelled)
+		return err
+	case "client":
+		// Submits COUNT slow echo passes of "LABEL-i" (from two
+		// goroutines), awaits every one, checks it got its own result
+		// back (printing "got N" every 100), then prints "done".
+		count, label := proctest.EnvInt("COUNT"), os.Getenv("LABEL")
+		cfg := f.client()
+		cfg.Label = label
+		c, err := NewClient(cfg)
 		if err != nil {
 			return err
 		}
-		fmt.Println("ready", s.Member().Slot())
-		<-ctx.Done()
-		return s.Stop(context.Background())
-	case "submitter":
-		count := proctest.EnvInt("COUNT")
-		s, err := Start(f.config(0))
-		if err != nil {
-			return err
+		defer c.Close()
+		fmt.Println("ready", c.Ticket().Slot)
+		hs := make([]*Handle, count)
+		errs := make(chan error, 2)
+		for g := 0; g < 2; g++ {
+			go func() {
+				for i := g; i < count; i += 2 {
+					h, err := c.Submit(ctx, closureSlowEcho, []byte(label+"-"+strconv.Itoa(i)))
+					if err != nil {
+						errs <- err
+						return
+					}
+					hs[i] = h
+				}
+				errs <- nil
+			}()
 		}
-		sub := s.Submitter()
-		for i := 0; i < count; i++ {
-			tok, err := sub.Submit(ctx, closureEcho, []byte(strconv.Itoa(i)))
-			if err != nil {
+		got := 0
+		for g := 0; g < 2; g++ {
+			if err := <-errs; err != nil {
 				return err
 			}
-			fmt.Println("token", tok)
 		}
-		return s.Stop(context.Background())
+		for i, h := range hs {
+			v, err := h.Wait(ctx)
+			if err != nil {
+				return fmt.Errorf("pass %d: %w", i, err)
+			}
+			if want := label + "-" + strconv.Itoa(i); string(v) != want {
+				return fmt.Errorf("pass %d: result %q, want %q", i, v, want)
+			}
+			if got++; got%100 == 0 {
+				fmt.Println("got", got)
+			}
+		}
+		st := c.Stats()
+		fmt.Printf("done resolved=%d unmatched=%d\n", st.Resolved, st.Unmatched)
+		<-ctx.Done()
+		return nil
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -4,18 +4,31 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/shmkit/shmkit/sched/heartbeat"
 )
 
-// Pass wire format, little-endian. These constants are part of the format.
+// Pass wire format, version 2, little-endian. These constants are part of
+// the format.
 //
-//	submit message:  0 closure id (u32) | 4 token (u64) | 12 arg len (u16) | 14 args
-//	result message:  0 token (u64) | 8 status (u8) | 9 data len (u16) | 11 data
+//	submit message:  0 version (u8) = 2 | 1 reserved (u8) = 0 | 2 reply slot (u16)
+//	                 4 closure id (u32) | 8 token (u64) | 16 reply generation (u32)
+//	                 20 arg len (u16) | 22 args
+//	result message:  0 version (u8) = 2 | 1 status (u8) | 2 data len (u16)
+//	                 4 token (u64) | 12 data
 //
-// With the default 64-byte ring slot (56-byte payload) a pass carries up to
-// 42 argument bytes and a result up to 45 data bytes.
+// The reply slot and generation are the submitter's registration in the
+// heartbeat table (heartbeat.Ticket): the slot names its reply ring
+// (ReplyPath), the generation tells a worker whether that submitter is
+// still the slot's. With the default 64-byte ring slot (56-byte payload) a
+// pass carries up to 34 argument bytes and a result up to 44 data bytes.
+// Version 1 (no version byte, no reply address: results on one shared
+// ring) is refused: a worker acks such a pass unrun and counts it
+// (Stats.Malformed), since it has nowhere to send the error.
 const (
-	submitHeader = 14
-	resultHeader = 11
+	WireVersion  = 2
+	submitHeader = 22
+	resultHeader = 12
 )
 
 // Status is a result's status byte.
@@ -29,14 +42,17 @@ const (
 	StatusUnknownClosure Status = 2 // no closure registered under the id
 	StatusMalformed      Status = 3 // the submit message could not be decoded
 	StatusResultTooLarge Status = 4 // the closure's result did not fit; data is a message
+	StatusCancelled      Status = 5 // the submitter cancelled the pass: skipped, or its closure's context cancelled
 	StatusTruncated      Status = 0x80
 )
 
+var statusNames = [...]string{"ok", "error", "unknown closure", "malformed", "result too large", "cancelled"}
+
 func (s Status) String() string {
-	name := map[Status]string{StatusOK: "ok", StatusError: "error", StatusUnknownClosure: "unknown closure",
-		StatusMalformed: "malformed", StatusResultTooLarge: "result too large"}[s&^StatusTruncated]
-	if name == "" {
-		name = fmt.Sprintf("status(%d)", uint8(s&^StatusTruncated))
+	base := s &^ StatusTruncated
+	name := fmt.Sprintf("status(%d)", uint8(base))
+	if int(base) < len(statusNames) {
+		name = statusNames[base]
 	}
 	if s&StatusTruncated != 0 {
 		name += " (message truncated)"
@@ -50,77 +66,101 @@ var (
 	ErrResultTooLarge = errors.New("pass: result larger than the result slot carries")
 	ErrUnknownClosure = errors.New("pass: no closure registered under that id")
 	ErrMalformed      = errors.New("pass: malformed message")
+	ErrWireVersion    = errors.New("pass: message of another wire version")
 	ErrFailed         = errors.New("pass: failed")
+	ErrCancelled      = errors.New("pass: cancelled by its submitter")
 )
 
 // MaxArgs is how many argument bytes fit a submit payload of n bytes.
-func MaxArgs(payload int) int { return max(payload-submitHeader, 0) }
+func MaxArgs(payload int) int { return min(max(payload-submitHeader, 0), 0xffff) }
 
 // MaxResult is how many result bytes fit a result payload of n bytes.
-func MaxResult(payload int) int { return max(payload-resultHeader, 0) }
+func MaxResult(payload int) int { return min(max(payload-resultHeader, 0), 0xffff) }
+
+// submitMsg is a decoded submit message.
+type submitMsg struct {
+	closure uint32
+	token   uint64
+	reply   heartbeat.Ticket
+	args    []byte // aliases the message
+}
 
 // encodeSubmit writes a submit message into buf and returns its length.
-func encodeSubmit(buf []byte, closure uint32, token uint64, args []byte) (int, error) {
-	if len(args) > MaxArgs(len(buf)) || len(args) > 0xffff {
-		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrArgsTooLarge, len(args), MaxArgs(len(buf)))
+func encodeSubmit(buf []byte, m submitMsg) (int, error) {
+	if len(m.args) > MaxArgs(len(buf)) {
+		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrArgsTooLarge, len(m.args), MaxArgs(len(buf)))
 	}
-	binary.LittleEndian.PutUint32(buf[0:], closure)
-	binary.LittleEndian.PutUint64(buf[4:], token)
-	binary.LittleEndian.PutUint16(buf[12:], uint16(len(args)))
-	copy(buf[submitHeader:], args)
-	return submitHeader + len(args), nil
+	if m.reply.Slot > 0xffff {
+		return 0, fmt.Errorf("%w: reply slot %d does not fit the wire's 16 bits", ErrMalformed, m.reply.Slot)
+	}
+	buf[0], buf[1] = WireVersion, 0
+	binary.LittleEndian.PutUint16(buf[2:], uint16(m.reply.Slot))
+	binary.LittleEndian.PutUint32(buf[4:], m.closure)
+	binary.LittleEndian.PutUint64(buf[8:], m.token)
+	binary.LittleEndian.PutUint32(buf[16:], m.reply.Gen)
+	binary.LittleEndian.PutUint16(buf[20:], uint16(len(m.args)))
+	copy(buf[submitHeader:], m.args)
+	return submitHeader + len(m.args), nil
 }
 
 // decodeSubmit parses a submit message; args aliases msg. The message came
-// through shared memory: every length is checked against what is there.
-func decodeSubmit(msg []byte) (closure uint32, token uint64, args []byte, err error) {
+// through shared memory: the version and every length are checked against
+// what is there. The token and reply address are returned whenever the
+// header is whole, so that a malformed pass can still be answered.
+func decodeSubmit(msg []byte) (submitMsg, error) {
 	if len(msg) < submitHeader {
-		if len(msg) >= 12 {
-			token = binary.LittleEndian.Uint64(msg[4:])
-		}
-		return 0, token, nil, fmt.Errorf("%w: %d bytes, a submit header is %d", ErrMalformed, len(msg), submitHeader)
+		return submitMsg{}, fmt.Errorf("%w: %d bytes, a submit header is %d", ErrMalformed, len(msg), submitHeader)
 	}
-	closure = binary.LittleEndian.Uint32(msg[0:])
-	token = binary.LittleEndian.Uint64(msg[4:])
-	n := int(binary.LittleEndian.Uint16(msg[12:]))
+	if msg[0] != WireVersion {
+		return submitMsg{}, fmt.Errorf("%w: %w: version %d, this build speaks %d", ErrMalformed, ErrWireVersion, msg[0], WireVersion)
+	}
+	m := submitMsg{
+		reply:   heartbeat.Ticket{Slot: uint32(binary.LittleEndian.Uint16(msg[2:])), Gen: binary.LittleEndian.Uint32(msg[16:])},
+		closure: binary.LittleEndian.Uint32(msg[4:]),
+		token:   binary.LittleEndian.Uint64(msg[8:]),
+	}
+	if msg[1] != 0 {
+		return m, fmt.Errorf("%w: reserved byte %#x", ErrMalformed, msg[1])
+	}
+	n := int(binary.LittleEndian.Uint16(msg[20:]))
 	if n > len(msg)-submitHeader {
-		return closure, token, nil, fmt.Errorf("%w: argument length %d, message holds %d", ErrMalformed, n, len(msg)-submitHeader)
+		return m, fmt.Errorf("%w: argument length %d, message holds %d", ErrMalformed, n, len(msg)-submitHeader)
 	}
-	return closure, token, msg[submitHeader : submitHeader+n], nil
+	m.args = msg[submitHeader : submitHeader+n]
+	return m, nil
 }
 
 // encodeResult writes a result message into buf (at least resultHeader
 // bytes). Data that does not fit is cut and flagged for error messages;
 // for successful results the caller reports StatusResultTooLarge instead.
 func encodeResult(buf []byte, token uint64, status Status, data []byte) int {
-	room := MaxResult(len(buf))
-	if len(data) > room {
+	if room := MaxResult(len(buf)); len(data) > room {
 		data = data[:room]
 		status |= StatusTruncated
 	}
-	binary.LittleEndian.PutUint64(buf[0:], token)
-	buf[8] = byte(status)
-	binary.LittleEndian.PutUint16(buf[9:], uint16(len(data)))
+	buf[0], buf[1] = WireVersion, byte(status)
+	binary.LittleEndian.PutUint16(buf[2:], uint16(len(data)))
+	binary.LittleEndian.PutUint64(buf[4:], token)
 	copy(buf[resultHeader:], data)
 	return resultHeader + len(data)
 }
 
-// Result is one result read from the result ring.
-type Result struct {
-	Token  uint64
-	Status Status
-	Data   []byte // the result, or the error message; see Collector.TryRecv for how long it is valid
+// result is one result read from a reply ring.
+type result struct {
+	token  uint64
+	status Status
+	data   []byte // the result, or the error message; aliases the message
 }
 
-// Err returns nil for a successful pass, and otherwise an error wrapping
-// ErrFailed (and ErrUnknownClosure / ErrMalformed / ErrResultTooLarge
-// where the status says so) with the message the worker sent.
-func (r Result) Err() error {
-	base := r.Status &^ StatusTruncated
+// err returns nil for a successful pass, and otherwise an error wrapping
+// ErrFailed (and ErrUnknownClosure / ErrMalformed / ErrResultTooLarge /
+// ErrCancelled where the status says so) with the message the worker sent.
+func (r result) err() error {
+	base := r.status &^ StatusTruncated
 	if base == StatusOK {
 		return nil
 	}
-	cause := ErrFailed
+	var cause error
 	switch base {
 	case StatusUnknownClosure:
 		cause = ErrUnknownClosure
@@ -128,27 +168,32 @@ func (r Result) Err() error {
 		cause = ErrMalformed
 	case StatusResultTooLarge:
 		cause = ErrResultTooLarge
+	case StatusCancelled:
+		cause = ErrCancelled
 	}
-	msg := string(r.Data)
-	if r.Status&StatusTruncated != 0 {
+	msg := string(r.data)
+	if r.status&StatusTruncated != 0 {
 		msg += "…"
 	}
-	if cause == ErrFailed {
-		return fmt.Errorf("%w: token %d: %s", cause, r.Token, msg)
+	if cause == nil {
+		return fmt.Errorf("%w: token %d: %s", ErrFailed, r.token, msg)
 	}
-	return fmt.Errorf("%w: %w: token %d: %s", ErrFailed, cause, r.Token, msg)
+	return fmt.Errorf("%w: %w: token %d: %s", ErrFailed, cause, r.token, msg)
 }
 
-// decodeResult parses a result message; Data aliases msg.
-func decodeResult(msg []byte) (Result, error) {
+// decodeResult parses a result message; data aliases msg.
+func decodeResult(msg []byte) (result, error) {
 	if len(msg) < resultHeader {
-		return Result{}, fmt.Errorf("%w: result of %d bytes, a header is %d", ErrMalformed, len(msg), resultHeader)
+		return result{}, fmt.Errorf("%w: result of %d bytes, a header is %d", ErrMalformed, len(msg), resultHeader)
 	}
-	r := Result{Token: binary.LittleEndian.Uint64(msg[0:]), Status: Status(msg[8])}
-	n := int(binary.LittleEndian.Uint16(msg[9:]))
+	if msg[0] != WireVersion {
+		return result{}, fmt.Errorf("%w: %w: result of version %d, this build speaks %d", ErrMalformed, ErrWireVersion, msg[0], WireVersion)
+	}
+	r := result{status: Status(msg[1]), token: binary.LittleEndian.Uint64(msg[4:])}
+	n := int(binary.LittleEndian.Uint16(msg[2:]))
 	if n > len(msg)-resultHeader {
 		return r, fmt.Errorf("%w: result length %d, message holds %d", ErrMalformed, n, len(msg)-resultHeader)
 	}
-	r.Data = msg[resultHeader : resultHeader+n]
+	r.data = msg[resultHeader : resultHeader+n]
 	return r, nil
 }

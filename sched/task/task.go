@@ -161,6 +161,25 @@ func (t *Scheduler[T]) Register(id ID, fn Callable[T]) error {
 	return err
 }
 
+// Restore adds a task that is already resolved with outcome o (o.ID is
+// its id): for a caller that forgot a task and keeps its outcome, to make
+// it joinable again. It fails with ErrDuplicateID if the id is registered,
+// and for an outcome that is not resolved (ErrPending).
+func (t *Scheduler[T]) Restore(o Outcome[T]) error {
+	if o.Status == Pending {
+		return wrapSentinel(o.ID, ErrPending)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tk, err := t.addLocked(o.ID, nil, true)
+	if err != nil {
+		return err
+	}
+	tk.out = o
+	close(tk.done)
+	return nil
+}
+
 // TakeCallable removes a pending task's callable and returns it, so that the
 // caller runs it itself; the task stays pending until the caller (or anyone)
 // calls Complete, Fail or Cancel, and Resolve waits for that. A callable is
@@ -207,6 +226,16 @@ func (t *Scheduler[T]) Fail(id ID, err error) error {
 func (t *Scheduler[T]) Cancel(id ID) error {
 	var zero T
 	return t.settleID(id, Cancelled, zero, taskErr(id, "cancelled", ErrCancelled))
+}
+
+// CancelWith is Cancel with a cause: the task's error wraps ErrCancelled
+// and cause, so that an awaiter can tell why (errors.Is).
+func (t *Scheduler[T]) CancelWith(id ID, cause error) error {
+	var zero T
+	if cause == nil {
+		return t.Cancel(id)
+	}
+	return t.settleID(id, Cancelled, zero, taskErr(id, "cancelled: "+cause.Error(), ErrCancelled, cause))
 }
 
 func taskFailure(id ID, err error) error {
