@@ -85,7 +85,7 @@ type Pool struct {
 	stopErr      error
 
 	executed, failed, cancelled, orphaned, orphanedResults, malformed atomic.Uint64
-	parked, released, late, scans, reclaimed, leaseRecordErr           atomic.Uint64
+	parked, released, late, scans, reclaimed, leaseRecordErr          atomic.Uint64
 }
 
 // run is what one worker goroutine is doing, shared with Stop (which can
