@@ -160,19 +160,20 @@ func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
 		Name:  "pass",
-		Usage: "load on the sched Pass scheduler: submitter processes, worker processes, results collected here",
-		UsageText: "passbench pass [--workers W] [--threads T] [--submitters S] [--passes N | --duration D]\n" +
-			"   [--inflight K] [--payload B] [--capacity N] [--chaos N [--seed S]] [--json] [--plot FILE] [--timeout D]",
+		Usage: "load on the sched Pass scheduler: submitter processes (pass.Client, each awaiting its own results) and worker processes (pass.Pool)",
+		UsageText: "passbench pass [--submitters S] [--inflight K] [--workers W] [--threads T] [--passes N | --duration D]\n" +
+			"   [--payload B] [--capacity N] [--chaos N [--seed S]] [--json] [--plot FILE] [--timeout D]",
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: fmt.Sprintf("worker processes, each a pass.Start executing passes (at most %d)", maxPassWorkers)},
-			&cli.IntFlag{Name: "threads", Value: 1, Usage: "worker goroutines in each worker process (pass.Config.Workers)"},
-			&cli.IntFlag{Name: "submitters", Value: 1, Usage: "submitter processes; 0: the parent submits, from the goroutine that collects"},
-			&cli.Int64Flag{Name: "passes", Usage: "passes in all", DefaultText: fmt.Sprintf("%d unless --duration", defaultPasses)},
+			&cli.IntFlag{Name: "submitters", Value: defaultSubmitters, Usage: fmt.Sprintf("submitter processes, each a pass.Client that verifies and times its own passes (at most %d)", maxWorkers)},
+			&cli.IntFlag{Name: "inflight", Value: defaultPassInflight, Usage: "passes each submitter keeps in flight, one goroutine per pass: submit, wait for the result, again (1: a round trip at a time)",
+				DefaultText: fmt.Sprintf("%d, or the most --capacity allows if that is fewer", defaultPassInflight)},
+			&cli.IntFlag{Name: "workers", Value: 2, Usage: fmt.Sprintf("worker processes, each a pass.Pool executing passes (at most %d)", maxPassWorkers)},
+			&cli.IntFlag{Name: "threads", Value: 1, Usage: fmt.Sprintf("worker goroutines in each worker process (pass.PoolConfig.Workers, at most %d)", maxPassThreads)},
+			&cli.Int64Flag{Name: "passes", Usage: "passes in all, split evenly among the submitters", DefaultText: fmt.Sprintf("%d unless --duration", defaultPasses)},
 			&cli.DurationFlag{Name: "duration", Usage: "submitters submit for this long instead of a count", DefaultText: "none"},
-			&cli.IntFlag{Name: "inflight", Usage: "each submitter keeps at most this many passes uncollected (1: one pass at a time, a round trip)", DefaultText: "no limit but the rings; 1 with --submitters 0"},
-			&cli.IntFlag{Name: "payload", Value: defaultPassPayload, Usage: fmt.Sprintf("argument bytes of each pass, %d to %d", minPayload, maxPayload)},
-			&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "slots of the submit ring and of the result ring (a power of two)"},
+			&cli.IntFlag{Name: "payload", Value: defaultPassPayload, Usage: fmt.Sprintf("argument bytes of each pass, %d to %d (%d and fewer fit one 64-byte slot)", minPayload, maxPayload, defaultPassPayload)},
+			&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "slots of the submit ring and of each submitter's reply ring (a power of two)"},
 			chaosFlag("worker"), seedFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up (and kill every process) after this long"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
@@ -187,9 +188,16 @@ func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			}
 			s := passSpec{
 				Workers: c.Int("workers"), Threads: c.Int("threads"), Submitters: c.Int("submitters"),
-				Passes: c.Int64("passes"), Duration: c.Duration("duration"), Inflight: c.Int("inflight"),
+				Passes: c.Int64("passes"), Duration: c.Duration("duration"),
 				Payload: c.Int("payload"), Capacity: c.Int("capacity"), Timeout: c.Duration("timeout"),
 				Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+			}
+			if c.IsSet("inflight") {
+				// Given: it must fit; not given: the default, as far as
+				// --capacity allows (passSpec.check).
+				if s.Inflight = c.Int("inflight"); s.Inflight < 1 {
+					return cliutil.Usage("--inflight must be at least 1, got %d", s.Inflight)
+				}
 			}
 			if s.SeedSet && s.Chaos == 0 {
 				return cliutil.Usage("--seed goes with --chaos")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -389,7 +390,11 @@ func TestUsageErrors(t *testing.T) {
 		{"pass", "--workers", "0"},
 		{"pass", "--threads", "0"},
 		{"pass", "--submitters", "-1"},
-		{"pass", "--submitters", "0", "--inflight", "2000"},
+		{"pass", "--submitters", "0"},
+		{"pass", "--inflight", "0"},
+		{"pass", "--inflight", "897"}, // a 1024-slot reply ring allows 896
+		{"pass", "--capacity", "16", "--inflight", "15"},
+		{"pass", "--passes", "2"}, // fewer than the 3 submitters
 		{"pass", "--passes", "10", "--duration", "1s"},
 		{"pass", "--capacity", "1000"},
 		{"pass", "--payload", "20"},
@@ -500,12 +505,57 @@ func TestWorkerDeathFailsRun(t *testing.T) {
 }
 
 func testPassSpec() passSpec {
-	return passSpec{Workers: 2, Threads: 1, Submitters: 2, Passes: testMsgs, Payload: defaultPassPayload,
+	return passSpec{Workers: 2, Threads: 1, Submitters: 3, Passes: testMsgs, Payload: defaultPassPayload,
 		Capacity: 64, Timeout: time.Minute}
 }
 
-// checkPassClean checks a pass run that nothing disturbed.
-func checkPassClean(t *testing.T, r *Result, passes int64) {
+// checkPerSubmitter checks a pass run's rows against its totals: one row
+// per submitter, by id; their passes, resolved, lost, duplicated and
+// corrupt add up to the run's; in a counted run each submitted its share
+// (per); each has its own interval, rate and latencies, within the run's.
+func checkPerSubmitter(t *testing.T, r *Result, per []int64) {
+	t.Helper()
+	if r.Pass == nil || len(r.Pass.PerSubmitter) != r.Producers || r.Pass.Submitters != r.Producers {
+		t.Fatalf("%d submitters, pass = %+v", r.Producers, r.Pass)
+	}
+	var passes, resolved, lost, dup, corrupt int64
+	for i, p := range r.Pass.PerSubmitter {
+		if p.ID != i {
+			t.Errorf("row %d is submitter %d", i, p.ID)
+		}
+		if per != nil && p.Messages != per[i] {
+			t.Errorf("submitter %d submitted %d passes, its share is %d", i, p.Messages, per[i])
+		}
+		if p.Lost != p.Messages-p.Resolved {
+			t.Errorf("submitter %d: lost %d, but %d of %d resolved", i, p.Lost, p.Resolved, p.Messages)
+		}
+		if p.Resolved > 0 {
+			if p.Seconds <= 0 || p.Seconds > r.Seconds || p.MsgsPerSec <= 0 {
+				t.Errorf("submitter %d: %v s (the run: %v s), %v passes/s", i, p.Seconds, r.Seconds, p.MsgsPerSec)
+			}
+			l := p.Latency
+			if l.Min <= 0 || l.Min > l.P50 || l.P50 > l.P99 || l.P99 > l.Max || l.Min < r.Latency.Min || l.Max > r.Latency.Max {
+				t.Errorf("submitter %d: latency %+v, the run's %+v", i, l, r.Latency)
+			}
+		}
+		passes += p.Messages
+		resolved += p.Resolved
+		lost += p.Lost
+		dup += p.Duplicated
+		corrupt += p.Corrupt
+	}
+	if passes != r.Messages || lost != r.Lost || dup != r.Duplicated || corrupt != r.Corrupt {
+		t.Errorf("submitters' sums: %d passes, %d lost, %d dup, %d corrupt; the run: %d, %d, %d, %d",
+			passes, lost, dup, corrupt, r.Messages, r.Lost, r.Duplicated, r.Corrupt)
+	}
+	if n := r.Hist.TotalCount(); n != resolved {
+		t.Errorf("%d latencies, %d passes resolved", n, resolved)
+	}
+}
+
+// checkPassClean checks a pass run that nothing disturbed: every
+// submitter resolved every one of its passes, once.
+func checkPassClean(t *testing.T, r *Result, s passSpec) {
 	t.Helper()
 	if r.Lost != 0 || r.Corrupt != 0 || r.Duplicated != 0 || r.Killed != 0 {
 		t.Errorf("lost %d, corrupt %d, duplicated %d, killed %d; want all 0", r.Lost, r.Corrupt, r.Duplicated, r.Killed)
@@ -513,78 +563,97 @@ func checkPassClean(t *testing.T, r *Result, passes int64) {
 	if err := failure(r); err != nil {
 		t.Error(err)
 	}
-	if r.Kind != kindPass || r.Transport != "pass" || r.Messages != passes || r.Seconds <= 0 || r.MsgsPerSec <= 0 {
+	if r.Kind != kindPass || r.Transport != "pass" || r.Messages <= 0 || r.Seconds <= 0 || r.MsgsPerSec <= 0 ||
+		r.Producers != s.Submitters || r.Consumers != s.Workers {
 		t.Errorf("result = %+v", r)
 	}
-	if r.Pass == nil || r.Pass.Executed != uint64(passes) || r.Pass.Failed != 0 || r.Pass.StoppedEarly {
+	if s.Passes > 0 && r.Messages != s.Passes {
+		t.Errorf("%d passes, want %d", r.Messages, s.Passes)
+	}
+	if p := r.Pass; p == nil || p.Executed != uint64(r.Messages) || p.Failed != 0 || p.StoppedEarly || p.LeftInRing != 0 ||
+		p.Workers != s.Workers || p.Threads != s.Threads || p.SlotBytes != 64 {
 		t.Errorf("pass = %+v", r.Pass)
 	}
-	checkLatency(t, r, passes)
+	checkLatency(t, r, r.Messages)
+	checkPerSubmitter(t, r, s.perSubmitter())
+	for _, p := range r.Pass.PerSubmitter {
+		if p.Resolved != p.Messages || p.Resolved == 0 || p.StoppedEarly {
+			t.Errorf("submitter %d resolved %d of %d passes (stopped early: %v)", p.ID, p.Resolved, p.Messages, p.StoppedEarly)
+		}
+	}
 	checkNoLeftovers(t)
 }
 
-func TestPassRoundTrip(t *testing.T) {
-	r, err := runPass(t.Context(), testPassSpec(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPassClean(t, &r, testMsgs)
-	if r.Producers != 2 || r.Consumers != 2 || r.Pass.Workers != 2 || r.Pass.Submitters != 2 {
-		t.Errorf("result = %+v, pass = %+v", r, r.Pass)
-	}
-}
-
-// The parent submits itself: one pass at a time, then a window of 8 for
-// a while, with a worker of two threads.
-func TestPassParentSubmits(t *testing.T) {
+// The default topology, scaled down: 3 submitter processes, each awaiting
+// its own results with the default passes in flight, and 2 worker
+// processes.
+func TestPassSubmittersAndWorkers(t *testing.T) {
 	s := testPassSpec()
-	s.Submitters, s.Workers, s.Passes = 0, 1, testRounds
 	r, err := runPass(t.Context(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPassClean(t, &r, testRounds)
-	if r.Pass.Inflight != 1 {
-		t.Errorf("inflight %d, want the default 1", r.Pass.Inflight)
+	checkPassClean(t, &r, s)
+	if r.Pass.Inflight != defaultPassInflight {
+		t.Errorf("inflight %d, want the default %d", r.Pass.Inflight, defaultPassInflight)
 	}
+}
+
+// One submitter, one worker, one pass at a time: a series of round trips;
+// then a timed run with a worker of two threads and 8 in flight.
+func TestPassOneAtATime(t *testing.T) {
+	s := testPassSpec()
+	s.Submitters, s.Workers, s.Passes, s.Inflight = 1, 1, testRounds, 1
+	r, err := runPass(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPassClean(t, &r, s)
 
 	s.Passes, s.Duration, s.Inflight, s.Threads = 0, 200*time.Millisecond, 8, 2
 	r, err = runPass(t.Context(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Messages <= 0 {
-		t.Fatalf("no passes in %v", s.Duration)
-	}
-	checkPassClean(t, &r, r.Messages)
+	checkPassClean(t, &r, s)
 }
 
-// Submitters in a timed run, each with a window.
-func TestPassTimedWindow(t *testing.T) {
+// Submitters in a timed run, and more in flight than a small ring's
+// default allows (capacity 16: at most 14 each).
+func TestPassTimedInflight(t *testing.T) {
 	s := testPassSpec()
 	s.Passes, s.Duration, s.Inflight = 0, 200*time.Millisecond, 4
 	r, err := runPass(t.Context(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Messages <= 0 {
-		t.Fatalf("no passes in %v", s.Duration)
+	checkPassClean(t, &r, s)
+
+	s = testPassSpec()
+	s.Capacity, s.Passes = 16, 600
+	r, err = runPass(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	checkPassClean(t, &r, r.Messages)
+	if r.Pass.Inflight != 14 {
+		t.Errorf("inflight %d with 16-slot rings, want 14", r.Pass.Inflight)
+	}
+	checkPassClean(t, &r, s)
 }
 
-// A submitter damages one pass: the worker's closure refuses it, the
-// parent counts one corrupt and one lost. With a window of one pass, the
-// submitter (or the parent) must not wait for that pass's result forever.
+// A submitter damages one pass: the worker's closure refuses it, and that
+// submitter (and only it) counts one corrupt and one lost, with the
+// checksum named; every other pass is resolved.
 func TestPassCorruptDetected(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		submitters, inflight int
-	}{{"free", 2, 0}, {"window", 1, 1}, {"parent", 0, 1}} {
+	}{{"three", 3, 0}, {"one-at-a-time", 1, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testPassSpec()
 			s.Submitters, s.Inflight, s.Passes = tc.submitters, tc.inflight, 600
-			s.corrupt = &corruptAt{Producer: max(0, tc.submitters-1), Seq: 100}
+			bad := tc.submitters - 1
+			s.corrupt = &corruptAt{Producer: bad, Seq: 100}
 			r, err := runPass(t.Context(), s, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -593,7 +662,18 @@ func TestPassCorruptDetected(t *testing.T) {
 				t.Errorf("corrupt %d, lost %d, duplicated %d, failed %d, passes %d; want 1, 1, 0, 1, 600",
 					r.Corrupt, r.Lost, r.Duplicated, r.Pass.Failed, r.Messages)
 			}
-			if err := failure(&r); err == nil || !strings.Contains(err.Error(), "checksum") {
+			checkPerSubmitter(t, &r, s.perSubmitter())
+			for _, p := range r.Pass.PerSubmitter {
+				want := int64(0)
+				if p.ID == bad {
+					want = 1
+				}
+				if p.Corrupt != want || p.Lost != want || p.Resolved != p.Messages-want || p.StoppedEarly {
+					t.Errorf("submitter %d: %+v; want %d corrupt and lost", p.ID, p, want)
+				}
+			}
+			err = failure(&r)
+			if err == nil || !strings.Contains(err.Error(), "checksum") || !strings.Contains(err.Error(), fmt.Sprintf("submitter %d", bad)) {
 				t.Errorf("failure = %v", err)
 			}
 			checkNoLeftovers(t)
@@ -601,27 +681,86 @@ func TestPassCorruptDetected(t *testing.T) {
 	}
 }
 
-func TestPassCommandJSON(t *testing.T) {
-	out, code, err := runApp(t, "pass", "--workers", "2", "--passes", strconv.Itoa(testMsgs), "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %v", code, err)
-	}
+// wantPassFields and wantSubmitterFields are the documented JSON of a pass
+// run (docs/cli.md).
+var (
+	wantPassFields = []string{"workers", "threads", "submitters", "inflight", "slot_bytes", "executed", "failed",
+		"backpressure", "released", "late_results", "orphaned", "orphaned_results", "requeued", "left_in_ring",
+		"stopped_early", "per_submitter"}
+	wantSubmitterFields = []string{"id", "messages", "resolved", "seconds", "msgs_per_sec", "latency_ns",
+		"lost", "duplicated", "corrupt", "stopped_early"}
+)
+
+// checkPassJSON checks a pass run's JSON: the run's fields, the pass
+// object's, and a row per submitter whose passes add up to the run's.
+func checkPassJSON(t *testing.T, out string, submitters int) map[string]any {
+	t.Helper()
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(out), &obj); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	checkRunJSON(t, obj)
-	if obj["kind"] != kindPass || obj["transport"] != "pass" || obj["messages"] != float64(testMsgs) || obj["killed"] != 0.0 {
+	if obj["kind"] != kindPass || obj["transport"] != "pass" || obj["producers"] != float64(submitters) {
 		t.Errorf("got %v", obj)
 	}
 	pass, _ := obj["pass"].(map[string]any)
-	for _, k := range []string{"workers", "threads", "submitters", "inflight", "slot_bytes", "executed", "requeued"} {
+	for _, k := range wantPassFields {
 		if _, ok := pass[k]; !ok {
 			t.Errorf("pass lacks %q: %v", k, pass)
 		}
 	}
+	rows, _ := pass["per_submitter"].([]any)
+	if len(rows) != submitters {
+		t.Fatalf("%d per_submitter rows, want %d", len(rows), submitters)
+	}
+	var sum float64
+	for i, row := range rows {
+		row, _ := row.(map[string]any)
+		for _, k := range wantSubmitterFields {
+			if _, ok := row[k]; !ok {
+				t.Errorf("per_submitter[%d] lacks %q: %v", i, k, row)
+			}
+		}
+		if row["id"] != float64(i) || row["lost"] != 0.0 || row["corrupt"] != 0.0 || row["resolved"] != row["messages"] {
+			t.Errorf("per_submitter[%d] = %v", i, row)
+		}
+		if lat, _ := row["latency_ns"].(map[string]any); lat["p50"] == 0.0 || lat["p99"] == 0.0 {
+			t.Errorf("per_submitter[%d] latency = %v", i, lat)
+		}
+		sum += row["messages"].(float64)
+	}
+	if sum != obj["messages"] {
+		t.Errorf("per_submitter messages add up to %v, the run has %v", sum, obj["messages"])
+	}
+	return obj
+}
+
+func TestPassCommandJSON(t *testing.T) {
+	out, code, err := runApp(t, "pass", "--workers", "2", "--passes", strconv.Itoa(testMsgs), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	obj := checkPassJSON(t, out, defaultSubmitters)
+	if obj["messages"] != float64(testMsgs) || obj["killed"] != 0.0 || obj["payload_bytes"] != float64(defaultPassPayload) {
+		t.Errorf("got %v", obj)
+	}
 	if _, ok := obj["chaos"]; ok {
 		t.Error("chaos reported without --chaos")
+	}
+
+	// The same run as text: a row per submitter and the total.
+	var rep RunReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := writeRunText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"submitter", "passes/s", "p50 µs", "p99 µs", "│ 0 ", "│ 1 ", "│ 2 ", "│ all ", "3 submitters (pass.Client) × 16 in flight", "2 workers (pass.Pool) × 1 thread\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
 	}
 	checkNoLeftovers(t)
 }
@@ -835,15 +974,17 @@ func TestLeaseCorruptDetected(t *testing.T) {
 	}
 }
 
-// --chaos on pass: workers are killed; the parent's watchdog requeues
-// their passes. Results may come twice, none may be missing.
+// --chaos on pass: workers are killed under 3 submitters; the parent's
+// watchdog requeues their passes, and each submitter resolves all of its
+// own, results that came twice dropped by its client.
 func TestPassChaos(t *testing.T) {
-	out, code, err := runApp(t, "pass", "--workers", "2", "--submitters", "1", "--passes", "20000",
+	out, code, err := runApp(t, "pass", "--workers", "2", "--submitters", "3", "--passes", "20000",
 		"--capacity", "256", "--chaos", "2", "--seed", "7", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
 	checkChaosJSON(t, out, 2, rolePassWorker)
+	checkPassJSON(t, out, 3)
 	if !strings.Contains(out, `"seed": 7`) {
 		t.Error("the seed given is not in the result")
 	}

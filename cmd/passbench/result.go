@@ -170,14 +170,19 @@ func (r *recorder) merge(o *recorder) {
 // fill puts the distribution into res.
 func (r *recorder) fill(res *Result) {
 	res.Hist = r.h
+	res.Latency = r.latency()
+}
+
+// latency summarizes the distribution (all zeros if it is empty).
+func (r *recorder) latency() Latency {
 	n := r.h.TotalCount()
 	if n == 0 {
-		return
+		return Latency{}
 	}
 	// The histogram reports the top of a value's bucket; never let a
 	// percentile exceed the exact maximum.
 	at := func(p float64) int64 { return min(r.h.ValueAtPercentile(p), r.max) }
-	res.Latency = Latency{
+	return Latency{
 		P50: at(50), P90: at(90), P99: at(99), P999: at(99.9),
 		Min: r.min, Max: r.max, Mean: r.sum / float64(n),
 	}

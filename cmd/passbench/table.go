@@ -86,7 +86,7 @@ func writeRunText(w io.Writer, rep RunReport) error {
 	case rep.Kind == kindRTT:
 		title = "passbench: round trip between two processes"
 	case rep.Kind == kindPass:
-		title = "passbench: passes through the sched Pass scheduler, submitters, workers and collector in separate processes"
+		title = "passbench: passes through the sched Pass scheduler, submitters and workers in separate processes, each submitter awaiting its own results"
 	case rep.Transport == "chan":
 		title = "passbench: throughput, producers and consumers as goroutines of one process"
 	}
@@ -103,24 +103,23 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		fmt.Fprintln(w, "consumers:   lease each message (Claim, verify, mark in the shared bitmap, Ack), shown in a heartbeat table; the parent's watchdog scans every 20 ms")
 	}
 	if p := r.Pass; p != nil {
-		inflight := "no limit but the rings"
-		if p.Inflight > 0 {
-			inflight = fmt.Sprint(p.Inflight)
-		}
-		fmt.Fprintf(w, "per pass:    a submitter stamps and seals %d argument bytes and calls Submit; a worker claims it, records the lease,\n"+
-			"             checks the checksum, pushes the echo as its result and acks; the parent receives and checks it\n", r.PayloadBytes)
-		subs := fmt.Sprintf("%d submitters (in flight each: %s)", p.Submitters, inflight)
-		if p.Submitters == 0 {
-			subs = fmt.Sprintf("the parent submits (in flight: %s)", inflight)
-		}
-		fmt.Fprintf(w, "processes:   %s, %d workers × %d threads, collector in the parent\n", subs, p.Workers, p.Threads)
+		fmt.Fprintf(w, "per pass:    a submitter goroutine stamps and seals %d argument bytes and calls Submit; a worker claims the pass, records the lease,\n"+
+			"             checks the checksum, pushes the echo to that submitter's reply ring and acks; the submitter's Wait returns it, checked\n", r.PayloadBytes)
+		fmt.Fprintf(w, "processes:   %s (pass.Client) × %d in flight (a goroutine each: submit, wait, again), %s (pass.Pool) × %s\n",
+			count(p.Submitters, "submitter"), p.Inflight, count(p.Workers, "worker"), count(p.Threads, "thread"))
 	}
 	fmt.Fprintln(w)
-	if r.Kind == kindRTT {
+	switch {
+	case r.Kind == kindRTT:
 		return writeRTT(w, []*Result{r}, nil)
-	}
-	if err := writeThroughput(w, []*Result{r}, nil); err != nil {
-		return err
+	case r.Pass != nil:
+		if err := writePassSubmitters(w, r); err != nil {
+			return err
+		}
+	default:
+		if err := writeThroughput(w, []*Result{r}, nil); err != nil {
+			return err
+		}
 	}
 	if r.Ring != nil {
 		fmt.Fprintf(w, "ring: %d slots of %d bytes; pushes that found it full: %d, pops that found it empty: %d",
@@ -139,10 +138,11 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		fmt.Fprintln(w)
 	}
 	if p := r.Pass; p != nil {
-		fmt.Fprintf(w, "pass: rings of %d slots of %d bytes; executed by the workers that finished: %d (failed %d), results that waited for room: %d, requeued: %d\n",
-			r.Capacity, p.SlotBytes, p.Executed, p.Failed, p.Backpressure, p.Requeued)
+		fmt.Fprintf(w, "pass: a submit ring and %s of %d slots of %d bytes; executed by the workers that finished: %d (failed %d),\n"+
+			"      results parked for room in a reply ring: %d, requeued: %d, copies skipped or dropped after their submitter left: %d\n",
+			count(p.Submitters, "reply ring"), r.Capacity, p.SlotBytes, p.Executed, p.Failed, p.Backpressure, p.Requeued, p.Orphaned+p.OrphanedResults)
 		if p.StoppedEarly {
-			fmt.Fprintln(w, "pass: results were missing when both rings went quiet; they count as lost")
+			fmt.Fprintln(w, "pass: a submitter gave up on missing results once nothing moved and its rings were empty; they count as lost")
 		}
 	}
 	if c := r.Chaos; c != nil {
@@ -153,6 +153,29 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		fmt.Fprintf(w, "\nwatchdog: %d scans, %d dead participants reclaimed\n", c.WatchdogScans, c.Reclaimed)
 	}
 	return nil
+}
+
+// writePassSubmitters prints a pass run: a row for each submitter, each
+// measured on its own (its passes, from its first Submit to its last
+// result), and the run's totals.
+func writePassSubmitters(w io.Writer, r *Result) error {
+	head := []string{"submitter", "passes", "seconds", "passes/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "lost", "dup", "corrupt"}
+	t := newTable(w, len(head))
+	t.Header(toAny(head)...)
+	row := func(name string, passes int64, secs, rps float64, l Latency, lost, dup, corrupt int64) error {
+		return t.Append(toAny([]string{name, fmt.Sprint(passes), fmt.Sprintf("%.2f", secs), rate(rps),
+			micros(float64(l.P50)), micros(float64(l.P99)), micros(float64(l.P999)), micros(float64(l.Max)),
+			fmt.Sprint(lost), fmt.Sprint(dup), fmt.Sprint(corrupt)})...)
+	}
+	for _, p := range r.Pass.PerSubmitter {
+		if err := row(fmt.Sprint(p.ID), p.Messages, p.Seconds, p.MsgsPerSec, p.Latency, p.Lost, p.Duplicated, p.Corrupt); err != nil {
+			return err
+		}
+	}
+	if err := row("all", r.Messages, r.Seconds, r.MsgsPerSec, r.Latency, r.Lost, r.Duplicated, r.Corrupt); err != nil {
+		return err
+	}
+	return t.Render()
 }
 
 // writeCompareText prints the default comparison.
@@ -191,6 +214,14 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 		fmt.Fprintf(w, "  %-30s %8.2f   goal %-7s %s\n", r.Name, r.Value, r.Goal, verdict)
 	}
 	return nil
+}
+
+// count is "1 worker", "2 workers".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func toAny(s []string) []any {

@@ -8,13 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/shmkit/shmkit/sched/pass"
 	"github.com/shmkit/shmkit/shm"
+	"github.com/shmkit/shmkit/transport"
 )
 
 func TestMessageChecks(t *testing.T) {
@@ -281,5 +284,71 @@ func TestAwaitGate(t *testing.T) {
 	shm.FutexWake(&gate, -1)
 	if err := <-released; err != nil {
 		t.Errorf("after the gate moved: %v", err)
+	}
+}
+
+// The default pass payload is the most a 64-byte slot carries under wire
+// version 2's header: one byte more takes a 128-byte slot.
+func TestPassPayloadFitsOneSlot(t *testing.T) {
+	if got := pass.MaxArgs(56); got != defaultPassPayload {
+		t.Errorf("a 64-byte slot (56 payload bytes) carries %d argument bytes, the default payload is %d", got, defaultPassPayload)
+	}
+	if s := transport.SlotSizeFor(defaultPassPayload + passSubmitHeader); s != 64 {
+		t.Errorf("the default payload takes %d-byte slots", s)
+	}
+	if s := transport.SlotSizeFor(defaultPassPayload + 1 + passSubmitHeader); s != 128 {
+		t.Errorf("one byte more takes %d-byte slots", s)
+	}
+	if passResultHeader > passSubmitHeader {
+		t.Errorf("a result header (%d) larger than a submit header (%d): reply slots sized like submit slots would not hold the echo", passResultHeader, passSubmitHeader)
+	}
+}
+
+// tallyPass: a row per submitter, by id, each measured on its own, and
+// totals that add up: passes, resolved, lost, duplicated, corrupt, every
+// latency, and the interval from the first Submit to the last result.
+func TestTallyPass(t *testing.T) {
+	sub := func(id int, sent, ok, bad, dup int64, first, last int64, lats ...int64) *report {
+		r := newRecorder()
+		for _, l := range lats {
+			r.record(l)
+		}
+		rep := &report{Role: roleSubmitter, ID: id, Sent: sent, Received: ok, Corrupt: bad, Duplicated: dup, First: first, Last: last, rec: r}
+		if bad > 0 {
+			rep.Why = "pass 7: checksum mismatch"
+		}
+		// Through the wire, as the parent gets it.
+		if err := rep.toWire(); err != nil {
+			t.Fatal(err)
+		}
+		rep.rec = nil
+		if err := rep.fromWire(); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	subs := []*report{ // out of order: the rows come by id
+		sub(2, 3, 2, 1, 0, 2e9, 3e9, 300, 300),
+		sub(0, 4, 4, 0, 1, 1e9, 2e9, 100, 100, 100, 100),
+		sub(1, 2, 2, 0, 0, 1.5e9, 2.5e9, 200, 200),
+	}
+	res, per := tallyPass(subs)
+	if len(per) != 3 || per[0].ID != 0 || per[1].ID != 1 || per[2].ID != 2 {
+		t.Fatalf("rows %+v", per)
+	}
+	if p := per[2]; p.Messages != 3 || p.Resolved != 2 || p.Lost != 1 || p.Corrupt != 1 || p.Seconds != 1 || p.MsgsPerSec != 2 || p.Latency.P50 != 300 {
+		t.Errorf("submitter 2: %+v", p)
+	}
+	if p := per[0]; p.Duplicated != 1 || p.Lost != 0 || p.MsgsPerSec != 4 || p.Latency.Max != 100 {
+		t.Errorf("submitter 0: %+v", p)
+	}
+	if res.Messages != 9 || res.Lost != 1 || res.Corrupt != 1 || res.Duplicated != 1 || res.Seconds != 2 || res.MsgsPerSec != 4 {
+		t.Errorf("totals: %+v", res)
+	}
+	if n := res.Hist.TotalCount(); n != 8 || res.Latency.Min != 100 || res.Latency.Max != 300 {
+		t.Errorf("%d latencies, %+v", n, res.Latency)
+	}
+	if err := failure(&res); err == nil || !strings.Contains(err.Error(), "submitter 2: pass 7: checksum mismatch") {
+		t.Errorf("failure = %v", err)
 	}
 }

@@ -54,15 +54,22 @@ type job struct {
 type report struct {
 	Role     string `json:"role"`
 	ID       int    `json:"id"`
-	Sent     int64  `json:"sent,omitempty"`     // producer: messages sent
-	Received int64  `json:"received,omitempty"` // consumer: valid messages, copies included
-	Corrupt  int64  `json:"corrupt,omitempty"`  // consumer: messages that failed verification
-	Why      string `json:"why,omitempty"`      // consumer: the first verification failure
-	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive
-	Last     int64  `json:"last,omitempty"`     // ... and of the last
+	Sent     int64  `json:"sent,omitempty"`     // producer: messages sent; pass submitter: passes submitted
+	Received int64  `json:"received,omitempty"` // consumer: valid messages, copies included; pass submitter: passes resolved with their own arguments echoed
+	Corrupt  int64  `json:"corrupt,omitempty"`  // consumer: messages that failed verification; pass submitter: bad results
+	Why      string `json:"why,omitempty"`      // consumer, pass submitter: the first verification failure
+	First    int64  `json:"first,omitempty"`    // shm.MonoNow of the first send or receive (pass submitter: Submit)
+	Last     int64  `json:"last,omitempty"`     // ... and of the last (pass submitter: result)
 
 	// A pass worker's counters.
 	Pass *pass.Stats `json:"pass,omitempty"`
+
+	// A pass submitter's: results that came again for a resolved pass
+	// (the client dropped them), whether it gave up on missing results,
+	// and its client's own counters.
+	Duplicated   int64             `json:"duplicated,omitempty"`
+	StoppedEarly bool              `json:"stopped_early,omitempty"`
+	Client       *pass.ClientStats `json:"client,omitempty"`
 
 	// A consumer's received set and latencies, in memory and on the wire.
 	seen     *seenSet

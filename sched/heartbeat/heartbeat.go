@@ -24,7 +24,7 @@ var (
 
 // ErrInvalidConfig marks a configuration that cannot work: a table's
 // geometry, a slot index out of range, and in package pass (which returns
-// it too, so that one errors.Is test covers a pass.Config and the
+// it too, so that one errors.Is test covers a pass.PoolConfig or ClientConfig and the
 // heartbeat.Config inside it) a scheduler's configuration. Its message has
 // no package prefix for that reason.
 var ErrInvalidConfig = errors.New("invalid configuration")

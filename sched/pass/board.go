@@ -76,6 +76,7 @@ func (b *board) request(owner heartbeat.Ticket, token uint64) bool {
 	w := ownerWord(owner)
 	for i := uint64(0); i < b.lay.Entries; i++ {
 		if b.owner(i).CompareAndSwap(0, w) {
+			shm.CrashPoint(crashPassBoardAfterClaim)
 			b.token(i).Store(token)
 			b.epoch.Add(1)
 			_, _ = shm.FutexWake(b.epoch, math.MaxInt32)

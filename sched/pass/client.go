@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/sched/task"
+	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -68,7 +71,16 @@ type Client struct {
 
 	mu      sync.Mutex
 	pending map[uint64]*call // token → pass awaiting its result
-	closed  bool
+	closed  bool             // Close has begun: no new passes
+
+	// life guards the mappings: every call that touches shared memory
+	// holds it for reading, and Close takes it for writing before it
+	// unmaps (gone is then true). closing is closed when Close begins, so
+	// that a Submit waiting for room or credit gives up rather than hold
+	// Close up.
+	life    sync.RWMutex
+	gone    bool
+	closing chan struct{}
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -103,7 +115,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, seat: st, ticket: st.member.Ticket(), pending: map[uint64]*call{}, done: make(chan struct{})}
+	c := &Client{cfg: cfg, seat: st, ticket: st.member.Ticket(), pending: map[uint64]*call{}, done: make(chan struct{}), closing: make(chan struct{})}
 	fail := func(err error) (*Client, error) {
 		if c.reply != nil {
 			c.reply.Close()
@@ -181,10 +193,16 @@ func (c *Client) Submit(ctx context.Context, closure uint32, args []byte) (*Hand
 	if len(args) > c.MaxArgs() {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrArgsTooLarge, len(args), c.MaxArgs())
 	}
+	if !c.enter() {
+		return nil, ErrClosed
+	}
+	defer c.exit()
 	select {
 	case c.credits <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("pass: submit: waiting for one of %d passes in flight to settle: %w", c.cfg.InFlight, ctx.Err())
+	case <-c.closing:
+		return nil, ErrClosed
 	}
 	token := c.submit.NextID()
 	comp, err := c.tasks.RegisterExternal(task.ID(token))
@@ -205,9 +223,12 @@ func (c *Client) Submit(ctx context.Context, closure uint32, args []byte) (*Hand
 	bp := c.bufs.Get().(*[]byte)
 	n, err := encodeSubmit(*bp, submitMsg{closure: closure, token: token, reply: c.ticket, args: args})
 	if err == nil {
-		err = c.submit.Push(ctx, (*bp)[:n])
+		err = c.push(ctx, (*bp)[:n])
 	}
 	c.bufs.Put(bp)
+	if err == nil {
+		shm.CrashPoint(crashPassClientAfterPush)
+	}
 	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, token)
@@ -220,6 +241,52 @@ func (c *Client) Submit(ctx context.Context, closure uint32, args []byte) (*Hand
 	runtime.AddCleanup(h, c.dropHandle, cl)
 	return h, nil
 }
+
+// push pushes a pass, waiting for room until ctx ends or Close begins.
+func (c *Client) push(ctx context.Context, msg []byte) error {
+	err := c.submit.TryPush(msg)
+	if !errors.Is(err, transport.ErrFull) {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(closingContext{c.closing}, func() { cancel(ErrClosed) })
+	defer stop()
+	if err := c.submit.Push(ctx, msg); err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+			return cause
+		}
+		return err
+	}
+	return nil
+}
+
+// closingContext is a context done when Close begins.
+type closingContext struct{ ch chan struct{} }
+
+func (closingContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c closingContext) Done() <-chan struct{}     { return c.ch }
+func (c closingContext) Err() error {
+	select {
+	case <-c.ch:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+func (closingContext) Value(any) any { return nil }
+
+// enter holds the mappings for a call; false after Close unmapped them.
+func (c *Client) enter() bool {
+	c.life.RLock()
+	if c.gone {
+		c.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (c *Client) exit() { c.life.RUnlock() }
 
 // unregister undoes a Submit that pushed nothing.
 func (c *Client) unregister(cl *call) {
@@ -246,6 +313,11 @@ func (c *Client) receive(ctx context.Context, buf []byte) {
 			continue
 		}
 		c.settle(r)
+		// The pass's waiter is now runnable, most often on this P; the
+		// next Pop spins (tens of µs) before it sleeps, and a spinning
+		// goroutine does not yield its P. Let the waiter run first: one
+		// Gosched costs well under a microsecond, a starved waiter 20-40.
+		runtime.Gosched()
 	}
 }
 
@@ -270,6 +342,9 @@ func (c *Client) settle(r result) {
 		c.board.clear(c.ticket, r.token)
 		return
 	}
+	// Counted before the waiter can run, so that a waiter reading the
+	// stats sees its own pass counted.
+	c.resolved.Add(1)
 	var err error
 	if e := r.err(); e != nil {
 		err = cl.comp.Fail(e)
@@ -279,10 +354,9 @@ func (c *Client) settle(r result) {
 	if err != nil {
 		// Settled meanwhile: a join cancelled it as a loser, and the
 		// worker was told too late (or not yet). The result is late.
+		c.resolved.Add(math.MaxUint64) // -1
 		c.late.Add(1)
 		c.board.clear(c.ticket, r.token)
-	} else {
-		c.resolved.Add(1)
 	}
 	c.mu.Lock()
 	c.forgetIfDone(cl)
@@ -307,6 +381,10 @@ func (c *Client) cancel(cl *call, cause error) {
 	}
 	c.cancelled.Add(1)
 	_ = c.tasks.CancelWith(task.ID(cl.token), cause) // already settled if a join cancelled it as a loser
+	if !c.enter() {
+		return // closed meanwhile: the pass's submitter is gone, workers skip it
+	}
+	defer c.exit()
 	if !c.board.request(c.ticket, cl.token) {
 		c.board.sweep(c.hb) // requests of clients that have gone
 		if !c.board.request(c.ticket, cl.token) {
@@ -372,11 +450,15 @@ func (c *Client) Close() error {
 			open = append(open, cl)
 		}
 		c.mu.Unlock()
+		close(c.closing)
 		for _, cl := range open {
 			c.cancel(cl, ErrClosed)
 		}
 		c.stop()
 		<-c.done
+		c.life.Lock()
+		defer c.life.Unlock()
+		c.gone = true
 		c.board.clearOwner(c.ticket)
 		c.closeErr = errors.Join(c.seat.close(), c.reply.Close())
 	})

@@ -8,4 +8,7 @@ const (
 	crashPassWorkerAfterClaim   = "pass.worker.after-claim"
 	crashPassWorkerAfterExecute = "pass.worker.after-execute"
 	crashPassWorkerAfterResult  = "pass.worker.after-result"
+	crashPassWorkerAfterPark    = "pass.worker.after-park"
+	crashPassClientAfterPush    = "pass.client.after-push"
+	crashPassBoardAfterClaim    = "pass.board.after-claim"
 )

@@ -1,43 +1,55 @@
 // Package pass is the background Pass scheduler: closures registered by id
-// in every process, passes submitted on a submit queue and executed by
-// workers in any process, results on a result queue.
+// in every process, passes submitted by clients in any number of processes
+// to one submit queue, executed by worker pools in any processes, each
+// result delivered to the client that submitted its pass and to no other.
 //
-// Start (or StartWithQueues over transports the caller opened) opens or
-// creates the submit and result queues and a heartbeat table, registers
-// this process in the table, and runs its workers, each of which claims a
-// pass with a lease (recorded in its heartbeat slot), runs the closure the
-// Registry holds under the pass's id (a panic becomes an error result) and
-// pushes the result. A worker killed mid-pass loses nothing: the pass stays
-// leased until a watchdog (heartbeat.Watchdog, run by Scheduler.ScanNow or
-// periodically with Config.Watchdog) requeues it, so a pass runs at least
-// once. Either side may be a work-stealing deque instead of a ring, chosen
-// by StartByWorkloadShape from a workload's shape (a key-value shape is
-// refused with an *UnsupportedFamilyError naming the hash map). Only a
-// deque's owner can push, so a result deque needs every worker in its
-// owner's process; a scheduler whose workers could not push to its result
-// deque, or that would own it without workers, is refused at start
-// (ErrResultDequeOwner). Stop closes Config.Events, which disconnects its
-// subscriber.
+// A Pool (NewPool) opens or creates the submit queue, a heartbeat table and
+// the queue's cancel board, registers its process in the table and runs
+// workers. Each worker claims a pass with a lease (recorded in its
+// heartbeat slot), runs the closure the Registry holds under the pass's id
+// (a panic or runtime.Goexit becomes an error result), pushes the result to
+// the submitting client's reply ring and acks the pass. A worker killed
+// mid-pass loses nothing: the pass stays leased until a watchdog (Pool's
+// Config.Watchdog, or ScanNow) requeues it, so a pass runs at least once.
+//
+// A Client (NewClient) registers too: its heartbeat slot and the slot's
+// generation are the reply address every pass it submits carries, and name
+// its reply ring (ReplyPath), which only it reads. Submit returns a Handle,
+// awaited alone (Wait) or in groups with the task scheduler's joins (All,
+// Race, Any, AllSettled on the Client); a settled pass is forgotten once
+// every awaiter has its result. Cancelling a pass (Handle.Cancel, losing a
+// Race or Any, Close) settles it as cancelled at once and posts the token
+// on the cancel board: the worker running it has its closure's context
+// cancelled, a worker claiming it later skips it, and the result that still
+// comes is dropped and counted. The first result of a pass settles it;
+// another (a pass run twice after a crash or a Stop that gave up) finds
+// nothing waiting and is counted (ClientStats.Unmatched).
+//
+// A client that leaves (Close, or proven dead and reclaimed by a watchdog)
+// stalls nobody: workers skip its passes still queued (Stats.Orphaned),
+// cancel the closures running for it, and drop its results
+// (Stats.OrphanedResults). A client keeps at most InFlight passes awaiting
+// results, fewer than its reply ring holds, so its own results always fit;
+// a result that finds the ring full anyway (duplicates, a client that
+// stopped reading) waits beside the workers, holding its pass's lease,
+// while they go on serving the others.
 //
 // Stop(ctx) lets passes in flight finish until ctx ends, then cancels the
-// running closures' contexts, releases their passes (and any whose result
-// waits for room in a full result ring) back to the submit queue, and
-// returns without waiting for the closures; a result an abandoned run
-// returns later is dropped and counted (Stats.LateResults). Another worker
-// runs a released pass again, so a pass can run twice: delivery is at
-// least once, after a Stop as after a crash, and closures with effects
-// must be idempotent.
+// running closures' contexts, releases their passes back to the submit
+// queue, and returns without waiting for the closures; a result an
+// abandoned run returns later is dropped and counted (Stats.LateResults).
+// A released pass runs again, so delivery is at least once, after a Stop
+// as after a crash, and closures with effects must be idempotent.
 //
-// Submitter and Collector put passes and read results (wire format in
-// docs/format.md, bounded by MaxArgs and MaxResult); Tasks makes every
-// submitted pass a task.Scheduler task, so awaiting work in other processes
-// is ordinary task code; FairBackend runs a fair.Scheduler's transitions as
-// passes.
+// The submit side may be a work-stealing deque (Shared.Submit with a
+// work-stealing shape): only its owner pushes, so then one client owns it
+// and the pools steal. Reply rings are always rings: results come from
+// workers in many processes to one reader. Wire format and files in
+// docs/format.md; crash windows and the routing design in docs/design.md.
 //
-// pass is a thin layer: it does not touch slot words or lay out files
+// pass is a thin layer: it does not touch slot words or lay out rings
 // (transport and layout do), does not judge liveness (heartbeat does), and
 // does not order or bound the work it is given beyond what the queues hold
 // (that is fair's job). Invalid configurations wrap
-// heartbeat.ErrInvalidConfig, which also covers the heartbeat.Config
-// inside Config. Crash windows are in docs/design.md.
+// heartbeat.ErrInvalidConfig.
 package pass

@@ -34,13 +34,19 @@ func (e *UnsupportedFamilyError) Unwrap() []error {
 
 // ErrSubmitDequeOwner: a submit side that is a deque pushes only from its
 // owner, so the one client must own it and no pool may: a client that
-// finds it owned by another live process, and a pool that would create or
-// adopt it, are refused at start.
+// finds it owned by another live process is refused at start, and so is a
+// pool that finds no deque to open (it would have to create it, and own
+// it); a pool opens an existing one as a thief.
 var ErrSubmitDequeOwner = errors.New("pass: only the submit deque's owner can submit")
 
 // ErrClosed is returned by a Client's calls after Close, and is the cause
 // of the passes Close cancelled.
 var ErrClosed = errors.New("pass: client closed")
+
+// ErrSubmitterGone is the cause a closure's context is cancelled with when
+// the client that submitted its pass has left (closed, or reclaimed on
+// proof of death): nobody awaits its result.
+var ErrSubmitterGone = errors.New("pass: the pass's submitter has left")
 
 // ErrForeignHandle: a join was given a handle of another Client.
 var ErrForeignHandle = errors.New("pass: handle of another client")

@@ -35,6 +35,12 @@ const (
 	// closureSlowEcho returns its arguments after a millisecond: long
 	// enough runs for a test to kill processes in the middle of them.
 	closureSlowEcho = 8
+	// closureAwaitCancel prints "running ARGS", blocks until its context
+	// is cancelled, prints "saw cancel ARGS: CAUSE" and fails.
+	closureAwaitCancel = 9
+	// closureGate returns its arguments once the file named by the
+	// worker's GATE variable exists (polled every millisecond).
+	closureGate = 10
 )
 
 func testRegistry() *Registry {
@@ -49,6 +55,22 @@ func testRegistry() *Registry {
 	r.Register(closureBigResult, func(_ context.Context, a []byte) ([]byte, error) { return make([]byte, 100), nil })
 	r.Register(closurePanic, func(_ context.Context, a []byte) ([]byte, error) { panic("kaboom: " + string(a)) })
 	r.Register(closureStall, func(_ context.Context, a []byte) ([]byte, error) { return a, nil })
+	r.Register(closureAwaitCancel, func(ctx context.Context, a []byte) ([]byte, error) {
+		fmt.Printf("running %s\n", a)
+		<-ctx.Done()
+		fmt.Printf("saw cancel %s: %v\n", a, context.Cause(ctx))
+		return nil, context.Cause(ctx)
+	})
+	r.Register(closureGate, func(ctx context.Context, a []byte) ([]byte, error) {
+		for !proctest.Exists(os.Getenv("GATE")) {
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return a, nil
+	})
 	r.Register(closureSlowEcho, func(_ context.Context, a []byte) ([]byte, error) {
 		time.Sleep(time.Millisecond)
 		return a, nil
@@ -176,6 +198,9 @@ func schedChild(role string) error {
 	f := schedFiles{submit: os.Getenv("SCHED_SUBMIT"), hb: os.Getenv("SCHED_HB")}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if run, ok := moreRoles[role]; ok { // roles of helper_roles_test.go
+		return run(ctx, f)
+	}
 	switch role {
 	case "worker":
 		cfg := f.pool(max(proctest.EnvInt("WORKERS"), 1))
@@ -205,8 +230,15 @@ func schedChild(role string) error {
 		// goroutines), awaits every one, checks it got its own result
 		// back (printing "got N" every 100), then prints "done".
 		count, label := proctest.EnvInt("COUNT"), os.Getenv("LABEL")
+		closure := uint32(closureSlowEcho)
+		if id := proctest.EnvInt("CLOSURE"); id > 0 {
+			closure = uint32(id)
+		}
 		cfg := f.client()
 		cfg.Label = label
+		if n := proctest.EnvInt("REPLY_CAPACITY"); n > 0 {
+			cfg.Reply.Capacity = uint64(n)
+		}
 		c, err := NewClient(cfg)
 		if err != nil {
 			return err
@@ -218,7 +250,7 @@ func schedChild(role string) error {
 		for g := 0; g < 2; g++ {
 			go func() {
 				for i := g; i < count; i += 2 {
-					h, err := c.Submit(ctx, closureSlowEcho, []byte(label+"-"+strconv.Itoa(i)))
+					h, err := c.Submit(ctx, closure, []byte(label+"-"+strconv.Itoa(i)))
 					if err != nil {
 						errs <- err
 						return
@@ -234,6 +266,7 @@ func schedChild(role string) error {
 				return err
 			}
 		}
+		fmt.Println("submitted", count)
 		for i, h := range hs {
 			v, err := h.Wait(ctx)
 			if err != nil {
@@ -248,6 +281,26 @@ func schedChild(role string) error {
 		}
 		st := c.Stats()
 		fmt.Printf("done resolved=%d unmatched=%d\n", st.Resolved, st.Unmatched)
+		<-ctx.Done()
+		return nil
+	case "canceller":
+		// Submits one closureAwaitCancel pass, waits for the file named
+		// by GATE, then cancels it (and is killed there when armed).
+		c, err := NewClient(f.client())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		h, err := c.Submit(ctx, closureAwaitCancel, []byte("c"))
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready", c.Ticket().Slot)
+		for !proctest.Exists(os.Getenv("GATE")) {
+			time.Sleep(time.Millisecond)
+		}
+		h.Cancel()
+		fmt.Println("cancelled")
 		<-ctx.Done()
 		return nil
 	}

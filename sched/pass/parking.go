@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/sched/heartbeat"
+	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -37,7 +38,7 @@ type parked struct {
 	ref      heartbeat.LeaseRef
 	recorded bool
 	to       heartbeat.Ticket
-	reply    *transport.Ring
+	reply    *transport.Ring // nil: a pass to hand back, whose Release found the queue full
 	res      []byte
 }
 
@@ -53,6 +54,7 @@ func (k *parking) add(e parked) {
 	k.mu.Lock()
 	k.waiting = append(k.waiting, e)
 	k.mu.Unlock()
+	shm.CrashPoint(crashPassWorkerAfterPark)
 	select {
 	case k.kick <- struct{}{}:
 	default:
@@ -91,6 +93,17 @@ func (k *parking) retry() int {
 	defer k.mu.Unlock()
 	keep := k.waiting[:0]
 	for _, e := range k.waiting {
+		if e.reply == nil {
+			if errors.Is(k.p.submit.Release(e.lease), transport.ErrFull) {
+				keep = append(keep, e)
+				continue
+			}
+			k.p.released.Add(1)
+			if e.recorded {
+				k.p.member.ClearLease(e.ref)
+			}
+			continue
+		}
 		err := e.reply.TryPush(e.res)
 		switch {
 		case err == nil:
@@ -119,11 +132,19 @@ func (k *parking) stop(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				k.mu.Lock()
-				for _, e := range k.waiting {
-					k.p.handBack(e.lease, e.ref, e.recorded)
-				}
+				waiting := k.waiting
 				k.waiting = nil
 				k.mu.Unlock()
+				for _, e := range waiting {
+					// A Release that still finds the queue full leaves
+					// the lease held; closing the queue releases it.
+					if k.p.submit.Release(e.lease) == nil {
+						k.p.released.Add(1)
+					}
+					if e.recorded {
+						k.p.member.ClearLease(e.ref)
+					}
+				}
 				return
 			case <-time.After(parkRetry):
 			}

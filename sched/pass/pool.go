@@ -73,8 +73,8 @@ type Pool struct {
 
 	claimCtx  context.Context // ends when Stop begins: no new claims
 	stopClaim context.CancelFunc
-	// finishCtx ends when Stop's own context ends: every running closure's
-	// context descends from it.
+	// finishCtx ends when Stop's own context ends; abandon then cancels
+	// every running closure's context (passCtx).
 	finishCtx    context.Context
 	finishCancel context.CancelFunc
 	runs         []*run // one per worker goroutine
@@ -99,8 +99,9 @@ type run struct {
 	recorded  bool   // ref names a lease record to clear
 	msg       []byte // the pass being executed (the worker's copy), for a closure that never returns
 	token     uint64
-	cancel    context.CancelCauseFunc
-	cancelled bool // the submitter cancelled this run
+	reply     heartbeat.Ticket
+	ctx       *passCtx // the running closure's context
+	cancelled bool     // the submitter cancelled this run, or left
 }
 
 type runState uint8
@@ -175,20 +176,25 @@ func (p *Pool) ScanNow() heartbeat.WatchReport {
 	p.scans.Add(1)
 	p.reclaimed.Add(uint64(len(rep.Reclaimed)))
 	if len(rep.Reclaimed) > 0 {
-		p.board.sweep(p.hb) // requests of clients just reclaimed
+		// Requests of clients just reclaimed go, and every pool's watcher
+		// rescans: closures running for those clients are cancelled.
+		p.board.sweep(p.hb)
+		p.board.wake()
 	}
 	return rep
 }
 
-// watchCancels sleeps on the cancel board's epoch and, at each request,
-// cancels the context of every closure here whose pass is on the board.
-// One goroutine per pool, blocked in the kernel (one OS thread) while
-// nothing is cancelled.
+// watchCancels sleeps on the cancel board's epoch and, each time it
+// moves, cancels the context of every closure here whose pass is on the
+// board, or whose submitter has left (a watchdog that reclaims members
+// bumps the epoch). One goroutine per pool, blocked in the kernel (one OS
+// thread) while nothing happens.
 func (p *Pool) watchCancels() {
 	defer p.watching.Done()
 	for !p.stopping.Load() {
 		e := p.board.epoch.Load()
-		p.board.each(p.cancelRun)
+		p.board.each(func(token uint64) { p.cancelRuns(func(r *run) bool { return r.token == token }, ErrCancelled) })
+		p.cancelRuns(func(r *run) bool { return !p.hb.Holds(r.reply) }, ErrSubmitterGone)
 		if p.stopping.Load() {
 			return
 		}
@@ -196,13 +202,14 @@ func (p *Pool) watchCancels() {
 	}
 }
 
-// cancelRun cancels the closure running token's pass, if one runs here.
-func (p *Pool) cancelRun(token uint64) {
+// cancelRuns cancels, with cause, the closures running here whose run
+// matches.
+func (p *Pool) cancelRuns(match func(*run) bool, cause error) {
 	for _, r := range p.runs {
 		r.mu.Lock()
-		if r.state == runExecuting && r.token == token && !r.cancelled {
+		if r.state == runExecuting && !r.cancelled && match(r) {
 			r.cancelled = true
-			r.cancel(ErrCancelled)
+			r.ctx.cancel(cause)
 		}
 		r.mu.Unlock()
 	}
@@ -223,7 +230,7 @@ func (p *Pool) worker(r *run) {
 		goexit := r.state == runExecuting
 		if goexit {
 			r.state = runIdle
-			r.cancel(nil)
+			r.ctx.cancel(nil)
 		}
 		if r.state == runAbandoned && !abandoned {
 			// Stop abandoned the run (and gave back this worker's share
@@ -324,26 +331,25 @@ func (r *run) stateIs(s runState) bool {
 // ok is false when the worker must exit: Stop abandoned the run, or gave
 // up while it ran (the pass was handed back).
 func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, recorded bool, msg []byte, m submitMsg, res []byte) (n int, ok bool) {
-	ctx, cancel := context.WithCancelCause(p.finishCtx)
+	ctx := &passCtx{}
 	r.mu.Lock()
 	if p.finishCtx.Err() != nil {
 		// Claimed as Stop gave up: Stop's sweep is past this worker or
 		// about to find it idle. Do not start the closure.
 		r.mu.Unlock()
-		cancel(nil)
 		p.handBack(lease, ref, recorded)
 		return 0, false
 	}
 	r.state, r.lease, r.ref, r.recorded, r.msg = runExecuting, lease, ref, recorded, msg
-	r.token, r.cancel, r.cancelled = m.token, cancel, false
+	r.token, r.reply, r.ctx, r.cancelled = m.token, m.reply, ctx, false
 	r.mu.Unlock()
 	if p.board.has(m.token) {
 		// Cancelled between the look before and the watcher's scan.
-		p.cancelRun(m.token)
+		p.cancelRuns(func(x *run) bool { return x == r }, ErrCancelled)
 	}
 	n = p.execute(ctx, m, res)
 	r.mu.Lock()
-	cancel(nil)
+	ctx.cancel(nil) // a closure's context ends when it returns
 	if r.state == runAbandoned {
 		// Stop released the pass while the closure ran; another worker
 		// runs it again. This result is late: drop it.
@@ -352,7 +358,7 @@ func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, re
 		return 0, false
 	}
 	cancelled := r.cancelled
-	r.state, r.lease, r.msg, r.cancel = runIdle, transport.Lease{}, nil, nil
+	r.state, r.lease, r.msg, r.ctx = runIdle, transport.Lease{}, nil, nil
 	r.mu.Unlock()
 	if p.finishCtx.Err() != nil {
 		// The closure's context was cancelled while it ran: what it
@@ -362,9 +368,13 @@ func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, re
 		p.handBack(lease, ref, recorded)
 		return 0, false
 	}
+	if cancelled && errors.Is(ctx.Err(), ErrSubmitterGone) {
+		cancelled = false // deliver drops the result: the submitter has left
+	}
 	if cancelled {
 		// Whatever the closure returned after its context was cancelled,
-		// the submitter asked for no result: answer that it was cancelled.
+		// the submitter asked for no result (or has left, and deliver
+		// drops it): answer that it was cancelled.
 		p.cancelled.Add(1)
 		n = encodeResult(res, m.token, StatusCancelled, []byte("cancelled by its submitter while it ran"))
 	}
@@ -377,6 +387,12 @@ func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, re
 // (proven) loses the result, counted; a live one gets it once there is
 // room (parking).
 func (p *Pool) deliver(lease transport.Lease, ref heartbeat.LeaseRef, recorded bool, to heartbeat.Ticket, reply *transport.Ring, res []byte) {
+	if !p.hb.Holds(to) {
+		// The submitter left while its pass ran: nobody will read this.
+		p.orphanedResults.Add(1)
+		p.finish(lease, ref, recorded)
+		return
+	}
 	err := reply.TryPush(res)
 	switch {
 	case err == nil:
@@ -438,7 +454,13 @@ func (p *Pool) settleGoexit(lease transport.Lease, ref heartbeat.LeaseRef, recor
 // handBack releases an unfinished pass to the submit queue for another
 // worker and clears its lease record.
 func (p *Pool) handBack(lease transport.Lease, ref heartbeat.LeaseRef, recorded bool) {
-	p.submit.Release(lease)
+	if err := p.submit.Release(lease); errors.Is(err, transport.ErrFull) {
+		// No room to queue it again: the lease is still ours. Retry
+		// beside the workers (parking); Stop's close of the queue
+		// releases whatever is still held then.
+		p.parking.add(parked{lease: lease, ref: ref, recorded: recorded})
+		return
+	}
 	p.released.Add(1)
 	if recorded {
 		p.member.ClearLease(ref)
@@ -454,6 +476,7 @@ func (p *Pool) abandon() {
 	for _, r := range p.runs {
 		r.mu.Lock()
 		if r.state == runExecuting {
+			r.ctx.cancel(context.Canceled)
 			r.state = runAbandoned
 			p.handBack(r.lease, r.ref, r.recorded)
 			r.lease = transport.Lease{}

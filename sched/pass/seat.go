@@ -58,7 +58,7 @@ func (c *Shared) family() (transport.Family, error) {
 	}
 	f, _, err := transport.Pick(c.Submit)
 	if err != nil {
-		return 0, fmt.Errorf("%w: submit side: %v", heartbeat.ErrInvalidConfig, err)
+		return 0, fmt.Errorf("%w: submit side: %w", heartbeat.ErrInvalidConfig, err)
 	}
 	if !f.IsQueue() {
 		return 0, &UnsupportedFamilyError{Side: "submit", Shape: c.Submit, Family: f}
@@ -68,8 +68,9 @@ func (c *Shared) family() (transport.Family, error) {
 
 // openSubmit opens the submit queue. pushes says whether this process
 // submits (a client): a submit deque is pushed only by its owner, so a
-// client must own it and a pool must not (ErrSubmitDequeOwner), and a pool
-// never creates one (it would own it).
+// client must own it (creating it, or adopting it when its owner is dead),
+// and a pool never creates one and opens it as a thief (transport.OpenDeque
+// never adopts), refused (ErrSubmitDequeOwner) when the file is missing.
 func (c *Shared) openSubmit(pushes bool) (transport.Queue, error) {
 	f, err := c.family()
 	if err != nil {
@@ -87,11 +88,6 @@ func (c *Shared) openSubmit(pushes bool) (transport.Queue, error) {
 		}
 		if err != nil {
 			return nil, err
-		}
-		if d.IsOwner() {
-			d.Close()
-			return nil, fmt.Errorf("%w: %w: %s has no live owner, and a pool that adopted it would be the only process able to push passes (start the client first)",
-				heartbeat.ErrInvalidConfig, ErrSubmitDequeOwner, c.SubmitPath)
 		}
 		return d, nil
 	}

@@ -11,9 +11,9 @@ import (
 // Pass wire format, version 2, little-endian. These constants are part of
 // the format.
 //
-//	submit message:  0 version (u8) = 2 | 1 reserved (u8) = 0 | 2 reply slot (u16)
-//	                 4 closure id (u32) | 8 token (u64) | 16 reply generation (u32)
-//	                 20 arg len (u16) | 22 args
+//	submit message:  0 version (u8) = 2 | 1 reply generation (u24)
+//	                 4 closure id (u32) | 8 reply slot (u16) | 10 arg len (u16)
+//	                 12 marker (u16) = 0xffff | 14 token (u64) | 22 args
 //	result message:  0 version (u8) = 2 | 1 status (u8) | 2 data len (u16)
 //	                 4 token (u64) | 12 data
 //
@@ -22,13 +22,24 @@ import (
 // (ReplyPath), the generation tells a worker whether that submitter is
 // still the slot's. With the default 64-byte ring slot (56-byte payload) a
 // pass carries up to 34 argument bytes and a result up to 44 data bytes.
-// Version 1 (no version byte, no reply address: results on one shared
-// ring) is refused: a worker acks such a pass unrun and counts it
-// (Stats.Malformed), since it has nowhere to send the error.
+//
+// Version 1 had no version byte (0 closure id | 4 token | 12 arg len | 14
+// args), so its first byte can read as 2. The marker tells them apart: in
+// a version-1 message bytes 12-13 are its argument length, which equals
+// the message's length less 14; 0xffff would make that 65549 bytes, a
+// length no version-2 message has (MaxArgs keeps them shorter). A worker
+// acks a pass of another version unrun and counts it (Stats.Malformed),
+// having nowhere to send an error. Results go only to reply rings, which
+// only version-2 workers know, so they need no marker.
 const (
 	WireVersion  = 2
 	submitHeader = 22
 	resultHeader = 12
+
+	submitMarker = 0xffff
+	// v1Ambiguous is the one length at which a version-1 message carries
+	// the marker: no version-2 message may have it.
+	v1Ambiguous = 14 + 0xffff
 )
 
 // Status is a result's status byte.
@@ -72,7 +83,7 @@ var (
 )
 
 // MaxArgs is how many argument bytes fit a submit payload of n bytes.
-func MaxArgs(payload int) int { return min(max(payload-submitHeader, 0), 0xffff) }
+func MaxArgs(payload int) int { return min(max(payload-submitHeader, 0), v1Ambiguous-1-submitHeader) }
 
 // MaxResult is how many result bytes fit a result payload of n bytes.
 func MaxResult(payload int) int { return min(max(payload-resultHeader, 0), 0xffff) }
@@ -93,12 +104,15 @@ func encodeSubmit(buf []byte, m submitMsg) (int, error) {
 	if m.reply.Slot > 0xffff {
 		return 0, fmt.Errorf("%w: reply slot %d does not fit the wire's 16 bits", ErrMalformed, m.reply.Slot)
 	}
-	buf[0], buf[1] = WireVersion, 0
-	binary.LittleEndian.PutUint16(buf[2:], uint16(m.reply.Slot))
+	if m.reply.Gen > 0xffffff {
+		return 0, fmt.Errorf("%w: reply generation %d does not fit the wire's 24 bits", ErrMalformed, m.reply.Gen)
+	}
+	binary.LittleEndian.PutUint32(buf[0:], WireVersion|m.reply.Gen<<8)
 	binary.LittleEndian.PutUint32(buf[4:], m.closure)
-	binary.LittleEndian.PutUint64(buf[8:], m.token)
-	binary.LittleEndian.PutUint32(buf[16:], m.reply.Gen)
-	binary.LittleEndian.PutUint16(buf[20:], uint16(len(m.args)))
+	binary.LittleEndian.PutUint16(buf[8:], uint16(m.reply.Slot))
+	binary.LittleEndian.PutUint16(buf[10:], uint16(len(m.args)))
+	binary.LittleEndian.PutUint16(buf[12:], submitMarker)
+	binary.LittleEndian.PutUint64(buf[14:], m.token)
 	copy(buf[submitHeader:], m.args)
 	return submitHeader + len(m.args), nil
 }
@@ -111,18 +125,16 @@ func decodeSubmit(msg []byte) (submitMsg, error) {
 	if len(msg) < submitHeader {
 		return submitMsg{}, fmt.Errorf("%w: %d bytes, a submit header is %d", ErrMalformed, len(msg), submitHeader)
 	}
-	if msg[0] != WireVersion {
-		return submitMsg{}, fmt.Errorf("%w: %w: version %d, this build speaks %d", ErrMalformed, ErrWireVersion, msg[0], WireVersion)
+	if msg[0] != WireVersion || binary.LittleEndian.Uint16(msg[12:]) != submitMarker || len(msg) == v1Ambiguous {
+		return submitMsg{}, fmt.Errorf("%w: %w: version byte %d, marker %#x, %d bytes; this build speaks version %d",
+			ErrMalformed, ErrWireVersion, msg[0], binary.LittleEndian.Uint16(msg[12:]), len(msg), WireVersion)
 	}
 	m := submitMsg{
-		reply:   heartbeat.Ticket{Slot: uint32(binary.LittleEndian.Uint16(msg[2:])), Gen: binary.LittleEndian.Uint32(msg[16:])},
+		reply:   heartbeat.Ticket{Slot: uint32(binary.LittleEndian.Uint16(msg[8:])), Gen: binary.LittleEndian.Uint32(msg[0:]) >> 8},
 		closure: binary.LittleEndian.Uint32(msg[4:]),
-		token:   binary.LittleEndian.Uint64(msg[8:]),
+		token:   binary.LittleEndian.Uint64(msg[14:]),
 	}
-	if msg[1] != 0 {
-		return m, fmt.Errorf("%w: reserved byte %#x", ErrMalformed, msg[1])
-	}
-	n := int(binary.LittleEndian.Uint16(msg[20:]))
+	n := int(binary.LittleEndian.Uint16(msg[10:]))
 	if n > len(msg)-submitHeader {
 		return m, fmt.Errorf("%w: argument length %d, message holds %d", ErrMalformed, n, len(msg)-submitHeader)
 	}
