@@ -102,8 +102,9 @@ func (b *board) clear(owner heartbeat.Ticket, token uint64) {
 func (b *board) clearOwner(owner heartbeat.Ticket) {
 	w := ownerWord(owner)
 	for i := uint64(0); i < b.lay.Entries; i++ {
+		tok := b.token(i).Load() // before the owner, as in sweep
 		if b.owner(i).Load() == w {
-			b.free(i, b.token(i).Load(), w)
+			b.free(i, tok, w)
 		}
 	}
 }
@@ -114,12 +115,17 @@ func (b *board) clearOwner(owner heartbeat.Ticket) {
 func (b *board) sweep(hb *heartbeat.Table) int {
 	n := 0
 	for i := uint64(0); i < b.lay.Entries; i++ {
+		// The token before the owner: a token read before the entry was
+		// freed and taken again cannot match the new one (tokens are
+		// never reused), so free's CAS on it fails; read after the owner
+		// it could be the new request's, and free would wipe it.
+		tok := b.token(i).Load()
 		w := b.owner(i).Load()
 		o, ok := layout.UnpackCBOwner(w)
 		if !ok || hb.Holds(heartbeat.Ticket{Slot: o.Slot, Gen: o.Gen}) {
 			continue
 		}
-		if b.free(i, b.token(i).Load(), w) {
+		if b.free(i, tok, w) {
 			n++
 		}
 	}

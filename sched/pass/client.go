@@ -83,7 +83,8 @@ type Client struct {
 	closing chan struct{}
 
 	stop      context.CancelFunc
-	done      chan struct{}
+	done      chan struct{} // closed when receive has returned
+	beating   chan struct{} // closed when beat has returned
 	closeOnce sync.Once
 	closeErr  error
 
@@ -115,7 +116,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, seat: st, ticket: st.member.Ticket(), pending: map[uint64]*call{}, done: make(chan struct{}), closing: make(chan struct{})}
+	c := &Client{cfg: cfg, seat: st, ticket: st.member.Ticket(), pending: map[uint64]*call{}, done: make(chan struct{}), beating: make(chan struct{}), closing: make(chan struct{})}
 	fail := func(err error) (*Client, error) {
 		if c.reply != nil {
 			c.reply.Close()
@@ -160,6 +161,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 }
 
 func (c *Client) beat(ctx context.Context) {
+	defer close(c.beating)
 	t := newTicker(c.cfg.BeatInterval)
 	defer t.Stop()
 	for {
@@ -304,7 +306,14 @@ func (c *Client) receive(ctx context.Context, buf []byte) {
 			if ctx.Err() != nil || errors.Is(err, transport.ErrNotAttached) {
 				return
 			}
-			c.undecoded.Add(1) // corrupt ring memory: reported by the ring's own Scan
+			// Corrupt ring memory: reported by the ring's own Scan. Do
+			// not spin on it.
+			c.undecoded.Add(1)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(c.cfg.BeatInterval):
+			}
 			continue
 		}
 		r, err := decodeResult(buf[:n])
@@ -352,9 +361,11 @@ func (c *Client) settle(r result) {
 		err = cl.comp.Complete(append([]byte(nil), r.data...))
 	}
 	if err != nil {
-		// Settled meanwhile: a join cancelled it as a loser, and the
-		// worker was told too late (or not yet). The result is late.
+		// Settled meanwhile: a join cancelled it as a loser before the
+		// client's own cancel ran (which now finds it settled and counts
+		// nothing). The result is late; the pass counts as cancelled.
 		c.resolved.Add(math.MaxUint64) // -1
+		c.cancelled.Add(1)
 		c.late.Add(1)
 		c.board.clear(c.ticket, r.token)
 	}
@@ -385,15 +396,24 @@ func (c *Client) cancel(cl *call, cause error) {
 		return // closed meanwhile: the pass's submitter is gone, workers skip it
 	}
 	defer c.exit()
-	if !c.board.request(c.ticket, cl.token) {
+	posted := c.board.request(c.ticket, cl.token)
+	if !posted {
 		c.board.sweep(c.hb) // requests of clients that have gone
-		if !c.board.request(c.ticket, cl.token) {
+		if posted = c.board.request(c.ticket, cl.token); !posted {
 			c.undelivered.Add(1)
 		}
 	}
 	c.mu.Lock()
+	late := !cl.pending
 	c.forgetIfDone(cl)
 	c.mu.Unlock()
+	if posted && late {
+		// The result came (and settle cleared the board) between our
+		// marking the pass cancelled and posting the request: settle
+		// sets pending false before it clears, so one of the two always
+		// clears after the post.
+		c.board.clear(c.ticket, cl.token)
+	}
 }
 
 // forgetIfDone forgets cl's task once it is settled and nobody awaits it:
@@ -456,11 +476,12 @@ func (c *Client) Close() error {
 		}
 		c.stop()
 		<-c.done
+		<-c.beating // a beat stores into the table: done before it is unmapped
 		c.life.Lock()
 		defer c.life.Unlock()
 		c.gone = true
 		c.board.clearOwner(c.ticket)
-		c.closeErr = errors.Join(c.seat.close(), c.reply.Close())
+		c.closeErr = errors.Join(c.seat.leave(), c.reply.Close())
 	})
 	return c.closeErr
 }

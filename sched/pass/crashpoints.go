@@ -11,4 +11,5 @@ const (
 	crashPassWorkerAfterPark    = "pass.worker.after-park"
 	crashPassClientAfterPush    = "pass.client.after-push"
 	crashPassBoardAfterClaim    = "pass.board.after-claim"
+	crashPassPoisonAfterClaim   = "pass.poison.after-claim"
 )

@@ -39,7 +39,10 @@
 // queue, and returns without waiting for the closures; a result an
 // abandoned run returns later is dropped and counted (Stats.LateResults).
 // A released pass runs again, so delivery is at least once, after a Stop
-// as after a crash, and closures with effects must be idempotent.
+// as after a crash, and closures with effects must be idempotent; and at
+// most the submit ring's DeliveryLimit times: a pass that reaches it (its
+// workers died in it, or stopping pools handed it back, that often) is
+// answered with ErrPoisoned.
 //
 // The submit side may be a work-stealing deque (Shared.Submit with a
 // work-stealing shape): only its owner pushes, so then one client owns it

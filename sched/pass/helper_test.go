@@ -208,6 +208,9 @@ func schedChild(role string) error {
 		if c := proctest.EnvInt("RING_CAPACITY"); c > 0 { // rings the test created smaller
 			cfg.Ring.Capacity = uint64(c)
 		}
+		if n := proctest.EnvInt("DELIVERY_LIMIT"); n > 0 { // a submit ring the test created so
+			cfg.Ring.DeliveryLimit = uint32(n)
+		}
 		if os.Getenv("SCHED_STEAL") == "1" {
 			// Workers stealing from a deque the client owns.
 			cfg.Submit = transport.WorkStealingShape(2)

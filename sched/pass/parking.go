@@ -91,6 +91,17 @@ func (k *parking) loop() {
 func (k *parking) retry() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	// Settling a result can hand its pass back, and a hand-back that finds
+	// the queue full parks it again (add takes k.mu): those wait here, and
+	// are settled after the lock is dropped.
+	var unreachable []parked
+	defer func() {
+		k.mu.Unlock()
+		for _, e := range unreachable {
+			k.p.unreachable(e.lease, e.ref, e.recorded, e.to)
+		}
+		k.mu.Lock()
+	}()
 	keep := k.waiting[:0]
 	for _, e := range k.waiting {
 		if e.reply == nil {
@@ -114,7 +125,7 @@ func (k *parking) retry() int {
 			k.p.orphanedResults.Add(1)
 			k.p.finish(e.lease, e.ref, e.recorded)
 		default:
-			k.p.unreachable(e.lease, e.ref, e.recorded, e.to)
+			unreachable = append(unreachable, e)
 		}
 	}
 	clear(k.waiting[len(keep):])

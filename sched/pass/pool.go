@@ -53,6 +53,7 @@ type Stats struct {
 	Orphaned        uint64 // passes acked unrun: their submitter had left (unregistered, or reclaimed on proof of death)
 	OrphanedResults uint64 // results dropped: their submitter left, or was proven dead, while its pass ran or its result waited
 	Malformed       uint64 // passes acked unrun that named no reply address (another wire version, or a short header)
+	Poisoned        uint64 // passes answered with StatusPoisoned: they reached the submit queue's delivery limit
 	Parked          uint64 // results that found their reply ring full and waited beside the workers for room
 	Released        uint64 // passes handed back unfinished (at Stop, or when their reply ring could not be opened): another worker runs them again
 	LateResults     uint64 // results dropped because Stop's context ended while their closure ran (the pass released)
@@ -82,10 +83,15 @@ type Pool struct {
 	watching     sync.WaitGroup // the cancel-board watcher
 	stopping     atomic.Bool
 	stopOnce     sync.Once
-	stopErr      error
+	// life guards the mappings against ScanNow calls from outside: Stop
+	// takes it for writing before it closes the files (gone is then true).
+	life    sync.RWMutex
+	gone    bool
+	stopErr error
 
-	executed, failed, cancelled, orphaned, orphanedResults, malformed atomic.Uint64
-	parked, released, late, scans, reclaimed, leaseRecordErr          atomic.Uint64
+	executed, failed, cancelled, orphaned, orphanedResults, malformed, poisoned atomic.Uint64
+	poisonSeen                                                                  atomic.Uint64 // the queue's poison count at the last drain
+	parked, released, late, scans, reclaimed, leaseRecordErr                    atomic.Uint64
 }
 
 // run is what one worker goroutine is doing, shared with Stop (which can
@@ -172,7 +178,15 @@ func (p *Pool) every(d time.Duration, fn func()) {
 // ScanNow runs one watchdog scan (with apply) and returns its report. It
 // works whether or not the periodic watchdog is enabled.
 func (p *Pool) ScanNow() heartbeat.WatchReport {
+	p.life.RLock()
+	defer p.life.RUnlock()
+	if p.gone {
+		return heartbeat.WatchReport{} // stopped: the files are closed
+	}
 	rep := p.wd.Scan(true)
+	if q, ok := p.submit.(poisonClaimer); ok {
+		p.answerPoisoned(q)
+	}
 	p.scans.Add(1)
 	p.reclaimed.Add(uint64(len(rep.Reclaimed)))
 	if len(rep.Reclaimed) > 0 {
@@ -198,9 +212,17 @@ func (p *Pool) watchCancels() {
 		if p.stopping.Load() {
 			return
 		}
-		_ = shm.FutexWait(p.board.epoch, e, -1)
+		// Asleep until the epoch moves, or a second: a submitter
+		// reclaimed by something that does not bump the epoch (a Register
+		// on a full table, a plain heartbeat watchdog, a pool that died
+		// between reclaiming and waking) still has its closures cancelled
+		// within the second. One wake-up a second per pool.
+		_ = shm.FutexWait(p.board.epoch, e, watchRecheck)
 	}
 }
+
+// watchRecheck bounds the cancel watcher's sleep.
+const watchRecheck = time.Second
 
 // cancelRuns cancels, with cause, the closures running here whose run
 // matches.
@@ -258,7 +280,13 @@ func (p *Pool) worker(r *run) {
 	in := make([]byte, p.submit.MaxPayload())
 	ringID := p.submit.ID()
 	for p.claimCtx.Err() == nil {
-		lease, err := p.submit.Claim(p.claimCtx)
+		lease, err := p.submit.TryClaim()
+		if errors.Is(err, transport.ErrEmpty) {
+			// A take that finds a pass at its delivery limit poisons it
+			// and goes on: answer it before waiting (see drainPoisoned).
+			p.drainPoisoned()
+			lease, err = p.submit.Claim(p.claimCtx)
+		}
 		if err != nil {
 			if p.claimCtx.Err() != nil {
 				return
@@ -342,11 +370,15 @@ func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, re
 	}
 	r.state, r.lease, r.ref, r.recorded, r.msg = runExecuting, lease, ref, recorded, msg
 	r.token, r.reply, r.ctx, r.cancelled = m.token, m.reply, ctx, false
-	r.mu.Unlock()
 	if p.board.has(m.token) {
-		// Cancelled between the look before and the watcher's scan.
-		p.cancelRuns(func(x *run) bool { return x == r }, ErrCancelled)
+		// Cancelled between the look before and the watcher's scan. (Under
+		// r.mu: once the run is executing, abandon may give back this
+		// worker's share of wg and Stop unmap the board; it takes r.mu
+		// first.)
+		r.cancelled = true
+		ctx.cancel(ErrCancelled)
 	}
+	r.mu.Unlock()
 	n = p.execute(ctx, m, res)
 	r.mu.Lock()
 	ctx.cancel(nil) // a closure's context ends when it returns
@@ -379,6 +411,71 @@ func (p *Pool) runPass(r *run, lease transport.Lease, ref heartbeat.LeaseRef, re
 		n = encodeResult(res, m.token, StatusCancelled, []byte("cancelled by its submitter while it ran"))
 	}
 	return n, true
+}
+
+// poisonClaimer is a submit queue that leases its poisoned messages (the
+// ring; a deque's poison is taken by tools only).
+type poisonClaimer interface {
+	ClaimPoisoned() (transport.Lease, error)
+	Poisoned() uint64
+	DeliveryLimit() int
+}
+
+// drainPoisoned answers every poisoned pass: one that reached the submit
+// queue's delivery limit (its workers died, or stopping pools handed it
+// back, that many times) is set aside by the queue, never to be claimed
+// again, and its client would wait for ever. It is leased
+// (ClaimPoisoned: a pool that dies here leaves an ordinary lease, requeued
+// and poisoned again), answered with StatusPoisoned, and acked. Workers
+// look when the queue's poison count has moved, before they wait for
+// work; watchdog scans look every time.
+func (p *Pool) drainPoisoned() {
+	q, ok := p.submit.(poisonClaimer)
+	if !ok {
+		return
+	}
+	if n := q.Poisoned(); n == p.poisonSeen.Load() {
+		return
+	} else {
+		p.poisonSeen.Store(n)
+	}
+	p.answerPoisoned(q)
+}
+
+func (p *Pool) answerPoisoned(q poisonClaimer) {
+	var buf []byte
+	for {
+		lease, err := q.ClaimPoisoned()
+		if err != nil {
+			return
+		}
+		shm.CrashPoint(crashPassPoisonAfterClaim)
+		if cap(buf) < len(lease.Data()) {
+			buf = make([]byte, p.submit.MaxPayload())
+		}
+		msg := buf[:copy(buf[:cap(buf)], lease.Data())]
+		m, derr := decodeSubmit(msg)
+		if derr != nil && len(msg) < submitHeader || errors.Is(derr, ErrWireVersion) {
+			p.malformed.Add(1)
+			p.finish(lease, heartbeat.LeaseRef{}, false)
+			continue
+		}
+		if !p.hb.Holds(m.reply) {
+			p.orphaned.Add(1)
+			p.finish(lease, heartbeat.LeaseRef{}, false)
+			continue
+		}
+		reply, err := p.replies.get(m.reply)
+		if err != nil {
+			p.orphanedResults.Add(1) // nowhere to answer: dropping it is all there is to do
+			p.finish(lease, heartbeat.LeaseRef{}, false)
+			continue
+		}
+		p.poisoned.Add(1)
+		res := make([]byte, reply.MaxPayload())
+		n := encodeResult(res, m.token, StatusPoisoned, fmt.Appendf(nil, "delivered %d times without a result (the submit queue's limit is %d): its workers died or were stopped while running it", lease.Deliveries, q.DeliveryLimit()))
+		p.deliver(lease, heartbeat.LeaseRef{}, false, m.reply, reply, res[:n])
+	}
 }
 
 // deliver pushes a result to its submitter's reply ring and acks the pass.
@@ -533,7 +630,7 @@ func firstLines(b []byte, n int) []byte {
 func (p *Pool) Stats() Stats {
 	return Stats{
 		Executed: p.executed.Load(), Failed: p.failed.Load(), Cancelled: p.cancelled.Load(),
-		Orphaned: p.orphaned.Load(), OrphanedResults: p.orphanedResults.Load(), Malformed: p.malformed.Load(),
+		Orphaned: p.orphaned.Load(), OrphanedResults: p.orphanedResults.Load(), Malformed: p.malformed.Load(), Poisoned: p.poisoned.Load(),
 		Parked: p.parked.Load(), Released: p.released.Load(), LateResults: p.late.Load(),
 		WatchdogScans: p.scans.Load(), Reclaimed: p.reclaimed.Load(), LeaseRecordErr: p.leaseRecordErr.Load(),
 	}
@@ -590,7 +687,10 @@ func (p *Pool) Stop(ctx context.Context) error {
 			// dropping the seed's scheduler does.
 			p.cfg.Events.Close()
 		}
+		p.life.Lock()
+		p.gone = true
 		p.stopErr = errors.Join(cut, p.replies.close(), p.seat.close())
+		p.life.Unlock()
 	})
 	return p.stopErr
 }

@@ -134,6 +134,19 @@ func (c *Shared) take(pushes bool) (*seat, error) {
 	return s, nil
 }
 
+// leave unregisters, wakes every pool's cancel watcher (so that closures
+// still running for this registration are cancelled: it has ended) and
+// closes what take opened.
+func (s *seat) leave() error {
+	var err error
+	if s.member != nil {
+		err = s.member.Unregister()
+		s.member = nil
+		s.board.wake()
+	}
+	return errors.Join(err, s.close())
+}
+
 // close unregisters and closes what take opened.
 func (s *seat) close() error {
 	var errs []error

@@ -54,10 +54,11 @@ const (
 	StatusMalformed      Status = 3 // the submit message could not be decoded
 	StatusResultTooLarge Status = 4 // the closure's result did not fit; data is a message
 	StatusCancelled      Status = 5 // the submitter cancelled the pass: skipped, or its closure's context cancelled
+	StatusPoisoned       Status = 6 // the pass reached the submit queue's delivery limit without a result
 	StatusTruncated      Status = 0x80
 )
 
-var statusNames = [...]string{"ok", "error", "unknown closure", "malformed", "result too large", "cancelled"}
+var statusNames = [...]string{"ok", "error", "unknown closure", "malformed", "result too large", "cancelled", "poisoned"}
 
 func (s Status) String() string {
 	base := s &^ StatusTruncated
@@ -80,6 +81,7 @@ var (
 	ErrWireVersion    = errors.New("pass: message of another wire version")
 	ErrFailed         = errors.New("pass: failed")
 	ErrCancelled      = errors.New("pass: cancelled by its submitter")
+	ErrPoisoned       = errors.New("pass: delivered as often as the submit queue allows without a result")
 )
 
 // MaxArgs is how many argument bytes fit a submit payload of n bytes.
@@ -166,7 +168,7 @@ type result struct {
 
 // err returns nil for a successful pass, and otherwise an error wrapping
 // ErrFailed (and ErrUnknownClosure / ErrMalformed / ErrResultTooLarge /
-// ErrCancelled where the status says so) with the message the worker sent.
+// ErrCancelled / ErrPoisoned where the status says so) with the message the worker sent.
 func (r result) err() error {
 	base := r.status &^ StatusTruncated
 	if base == StatusOK {
@@ -182,6 +184,8 @@ func (r result) err() error {
 		cause = ErrResultTooLarge
 	case StatusCancelled:
 		cause = ErrCancelled
+	case StatusPoisoned:
+		cause = ErrPoisoned
 	}
 	msg := string(r.data)
 	if r.status&StatusTruncated != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -244,4 +245,34 @@ func FuzzPassWire(f *testing.F) {
 			t.Fatalf("a decoder wrote to its input: %x, was %x", msg, orig)
 		}
 	})
+}
+
+// docs/format.md carries the wire layout this file encodes: the layout
+// lines of wire.go's package comment, word for word.
+func TestFormatDocCarriesTheWireLayout(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/format.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"submit:  0 version (u8) = 2 | 1 reply generation (u24) | 4 closure id (u32)",
+		"8 reply slot (u16) | 10 arg len (u16) | 12 marker (u16) = 0xffff",
+		"14 token (u64) | 22 args",
+		"result:  0 version (u8) = 2 | 1 status (u8) | 2 data len (u16) | 4 token (u64) | 12 data",
+	} {
+		if !strings.Contains(string(doc), line) {
+			t.Errorf("docs/format.md lacks the layout line %q", line)
+		}
+	}
+	// And the offsets there are the encoder's.
+	buf := make([]byte, 64)
+	n, err := encodeSubmit(buf, submitMsg{closure: 0x11223344, token: 0x0102030405060708, reply: heartbeat.Ticket{Slot: 5, Gen: 9}, args: []byte("ab")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if buf[0] != 2 || le.Uint32(buf[0:])>>8 != 9 || le.Uint32(buf[4:]) != 0x11223344 || le.Uint16(buf[8:]) != 5 ||
+		le.Uint16(buf[10:]) != 2 || le.Uint16(buf[12:]) != 0xffff || le.Uint64(buf[14:]) != 0x0102030405060708 || n != 24 {
+		t.Fatalf("encoded %x", buf[:n])
+	}
 }
