@@ -176,7 +176,7 @@ func (l *RingLayout) fieldMap() Map {
 		u64("ring.acked", RingOffAcked, "leases released by Ack"),
 		u64("ring.requeued", RingOffRequeued, "messages recovered from dead owners"),
 		u64("ring.poisoned", RingOffPoisoned, "messages set aside after too many deliveries"),
-		u64("ring.abandoned", RingOffAbandoned, "half-written slots of dead producers released"),
+		u64("ring.abandoned", RingOffAbandoned, "half-written slots released: dead producers' (by repairs) and aborted loans"),
 		u64("ring.repairs", RingOffRepairs, "repair passes that changed something"),
 		u64("ring.repair_lock", RingOffRepairLock, "repairer, a role word: participant index+1 (bits 0-15), generation (16-39); 0 when free"),
 	}}

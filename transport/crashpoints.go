@@ -33,3 +33,16 @@ const (
 	crashRingPushAfterWrite        = "ring.push.after-write"
 	crashRingRepairAfterRequeue    = "ring.repair.after-requeue"
 )
+
+// The ring's zero-copy send (ring_loan.go: TryLoan, Loan, Publish, PublishN,
+// Abort), in a block of its own. A loan's claim passes
+// crashRingPushAfterBurn too (it is the push's claimTail); a death while
+// the caller writes into a loan is the test-only point "test.loan.writing"
+// of ring_dead_loaner_is_rolled_back_test.go.
+const (
+	crashRingLoanAfterClaim     = "ring.loan.after-claim"
+	crashRingLoanAfterAdvance   = "ring.loan.after-advance"
+	crashRingPublishBeforeReady = "ring.publish.before-ready"
+	crashRingPublishAfterReady  = "ring.publish.after-ready"
+	crashRingAbortAfterFree     = "ring.abort.after-free"
+)

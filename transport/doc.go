@@ -3,8 +3,12 @@
 // dispatcher that picks among them:
 //
 //   - Ring (kind 2): a bounded multi-producer multi-consumer queue of
-//     fixed-size slots. Plain pops, and leased consumption (Claim, Ack,
-//     Release) with redelivery and poison. Producers pass held leases.
+//     fixed-size slots. Plain pushes and pops; zero-copy sends (TryLoan or
+//     Loan a position, write the message into its slot, Publish or Abort
+//     it); leased consumption (Claim, Ack, Release) with redelivery and
+//     poison. Producers pass held leases; a loan holds its position, and
+//     consumers wait at it, until it is published or aborted (a dead
+//     loaner's is rolled back by Repair like any half-written slot).
 //   - Deque (kind 3): a work-stealing deque. One owner pushes and pops its
 //     newest work at the bottom; thieves in any process steal the oldest
 //     at the top, plainly or leased. A dead owner's deque is adopted.

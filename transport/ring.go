@@ -173,8 +173,10 @@ func attachRegion(reg *shm.Region) (*Ring, error) {
 // id is 1.
 func (r *Ring) NextID() uint64 { return r.correlation.Add(1) }
 
-// Close releases this participant's leases back to the ring, detaches from
-// the participant table and unmaps the file. Messages stay in the file.
+// Close releases this participant's leases back to the ring, rolls back
+// the loans it still holds (as Abort does: their Data must not be touched
+// afterwards), detaches from the participant table and unmaps the file.
+// Messages stay in the file.
 func (r *Ring) Close() error {
 	var err error
 	if r.tab.Self != 0 {
@@ -196,7 +198,7 @@ type Counters struct {
 	Acked      uint64 // leases released by Ack
 	Requeued   uint64 // messages recovered from dead participants
 	Poisoned   uint64 // messages set aside after too many deliveries
-	Abandoned  uint64 // half-written slots of dead producers released
+	Abandoned  uint64 // half-written slots released: dead producers' (by repairs), aborted loans
 	Burned     uint64 // positions producers skipped because the slot held a lease
 	FullHits   uint64
 	EmptyHits  uint64

@@ -27,6 +27,29 @@ func BenchmarkTryPushTryPop(b *testing.B) {
 	}
 }
 
+// BenchmarkRingLoanPublishPop is BenchmarkTryPushTryPop with the message
+// written into a loan (TryLoan, copy into Data, Publish) instead of pushed:
+// the same positions and the same pop; Publish's CAS where a push stores.
+func BenchmarkRingLoanPublishPop(b *testing.B) {
+	r := newRing(b, RingConfig{Capacity: 1024})
+	buf := make([]byte, r.MaxPayload())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchMsg)))
+	for b.Loop() {
+		l, err := r.TryLoan(len(benchMsg))
+		if err != nil {
+			b.Fatal(err)
+		}
+		copy(l.Data(), benchMsg)
+		if err := r.Publish(l); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.TryPop(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkClaimAck(b *testing.B) {
 	r := newRing(b, RingConfig{Capacity: 1024})
 	b.ReportAllocs()
@@ -201,6 +224,40 @@ func TestFastPathZeroAllocs(t *testing.T) {
 	if c := r.Counters(); c.Depth() != 0 || c.Claimed != runs+1 || c.Acked != runs+1 {
 		t.Fatalf("counters after the runs: %+v", c)
 	}
+	expect("TryLoan+Publish+TryPop", func() {
+		l, err := r.TryLoan(len(benchMsg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(l.Data(), benchMsg)
+		if err := r.Publish(l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.TryPop(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	expect("TryLoan+PublishN", func() {
+		l, err := r.TryLoan(r.MaxPayload())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.PublishN(l, len(benchMsg)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.TryPop(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	expect("TryLoan+Abort", func() {
+		l, err := r.TryLoan(len(benchMsg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Abort(l); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestBlockingFastPathZeroAllocs: a blocking call that does not have to
@@ -220,7 +277,13 @@ func TestBlockingFastPathZeroAllocs(t *testing.T) {
 		r.Push(ctx, msg)
 		l, _ := r.Claim(ctx)
 		r.Ack(l)
+		lo, err := r.Loan(ctx, len(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Publish(lo)
+		r.Pop(ctx, buf)
 	}); a != 0 {
-		t.Fatalf("%v allocations per blocking push/pop/claim/ack", a)
+		t.Fatalf("%v allocations per blocking push/pop/claim/ack/loan", a)
 	}
 }

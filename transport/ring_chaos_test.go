@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -18,7 +20,8 @@ var chaosHelper = proctest.Helper{Test: "TestRingChaosHelperProcess", Prefix: "c
 // TestRingChaosHelperProcess is the child side of TestRingChaos. Roles:
 //
 //	chaos-producer  push ids P<<32|S for S = FIRST, FIRST+1, ... until the
-//	                file STOP_PRODUCERS exists
+//	                file STOP_PRODUCERS exists; with MODE=loan, each is
+//	                written into a loan (Loan, Publish) instead
 //	chaos-consumer  claim+ack (MODE=claim) or a mix of claim and pop
 //	                (MODE=mixed) until the file STOP_CONSUMERS exists
 func TestRingChaosHelperProcess(t *testing.T) { chaosHelper.Serve(chaosChild) }
@@ -31,7 +34,18 @@ func chaosChild(role string) error {
 	rng := proctest.ChildRand()
 	switch role {
 	case "producer":
-		err = chaosProduce(r.Push, proctest.EnvUint64("PRODUCER"), nil)
+		push := r.Push
+		if os.Getenv("MODE") == "loan" {
+			push = func(ctx context.Context, msg []byte) error {
+				l, err := r.Loan(ctx, len(msg))
+				if err != nil {
+					return err
+				}
+				copy(l.Data(), msg)
+				return r.Publish(l)
+			}
+		}
+		err = chaosProduce(push, proctest.EnvUint64("PRODUCER"), nil)
 	case "consumer":
 		err = chaosConsume(r, rng, r.Pop, "pop")
 	default:
@@ -47,7 +61,10 @@ func chaosChild(role string) error {
 // parent's random kills, these land exactly in the windows of docs/design.md.
 var (
 	chaosProducerPoints = []string{crashRingPushAfterClaim, crashRingPushAfterAdvance, crashRingPushAfterWrite,
-		crashRingPushAfterPublish, crashRingPushAfterBurn, peers.CrashPeersAttachAfterClaimEntry}
+		crashRingPushAfterPublish, crashRingPushAfterBurn, peers.CrashPeersAttachAfterClaimEntry,
+		// The loaning producer's (MODE=loan); the other producer never
+		// reaches them, and its armed runs end like unarmed ones.
+		crashRingLoanAfterClaim, crashRingLoanAfterAdvance, crashRingPublishBeforeReady, crashRingPublishAfterReady}
 	chaosConsumerPoints = []string{crashRingPopAfterTake, crashRingPopAfterAdvance, crashRingPopAfterCopy,
 		crashRingClaimAfterTake, crashRingClaimAfterAdvance, crashRingAckBeforeFree, crashRingRepairAfterRequeue,
 		peers.CrashPeersAttachAfterClaimEntry}
@@ -70,7 +87,11 @@ func TestRingChaos(t *testing.T) {
 		env: func(slot, gen int) []string {
 			switch {
 			case slot < producers:
-				return []string{"PRODUCER=" + strconv.Itoa(slot), "FIRST=" + strconv.Itoa(gen*1_000_000), "PACE=" + strconv.Itoa(pace)}
+				mode := "MODE=push"
+				if slot == 1 {
+					mode = "MODE=loan"
+				}
+				return []string{"PRODUCER=" + strconv.Itoa(slot), "FIRST=" + strconv.Itoa(gen*1_000_000), "PACE=" + strconv.Itoa(pace), mode}
 			case slot == producers+consumers-1:
 				return []string{"MODE=mixed"}
 			}

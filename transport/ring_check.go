@@ -103,7 +103,7 @@ func ringSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action, why
 	head := fmt.Sprintf("%s slot (position %d, %d bytes) owned by %s, %s, proven dead (%s): ", w.State, pos, w.Length, ownerName(sr.Owner, p), p.Where(), p.Reason)
 	switch a {
 	case check.ActionRelease:
-		return head + fmt.Sprintf("the push never returned, so nobody was promised the message; a repair frees the slot for the next lap and position %d is skipped", pos)
+		return head + fmt.Sprintf("the push never returned (or the loan was never published), so nobody was promised the message; a repair frees the slot for the next lap and position %d is skipped", pos)
 	case check.ActionRequeue:
 		return head + fmt.Sprintf("a repair pushes a copy at the tail (delivery count %d kept) and frees the slot", w.Deliveries)
 	case check.ActionRequeueInPlace:

@@ -23,7 +23,8 @@ import (
 // Input format:
 //
 //	[0:2]  little-endian offset of the patch, modulo the target's size
-//	[2]    mode bits (fuzzHeader, fuzzRelease, fuzzShortBuf, fuzzBlocking)
+//	[2]    mode bits (fuzzHeader, fuzzRelease, fuzzShortBuf, fuzzBlocking,
+//	       fuzzLoan)
 //	[3:]   bytes written at that offset (cut at the target's end)
 //
 // The target is the ring's area (control words, participant table, slots),
@@ -45,7 +46,8 @@ const (
 	fuzzHeader   = 0x80 // patch the common header instead of the ring's area
 	fuzzRelease  = 0x01 // return leases with Release rather than Ack
 	fuzzShortBuf = 0x02 // pop into a short buffer first
-	fuzzBlocking = 0x04 // also call the blocking Push, Pop and Claim with a short deadline
+	fuzzBlocking = 0x04 // also call the blocking Push, Pop, Claim and Loan with a short deadline
+	fuzzLoan     = 0x08 // the creator holds a loan (slot 4) across the patch, then publishes it (aborts it with fuzzRelease)
 
 	fuzzDeadline = 2 * time.Second // longest any single call may take
 )
@@ -114,6 +116,12 @@ func fuzzRingSeeds() [][]byte {
 		fuzzSeed(layout.OffCreated, fuzzHeader, []byte{0x55}),           // checksummed byte changed
 		fuzzSeed(layout.OffReady, fuzzHeader, make([]byte, 4)),          // not ready
 		fuzzSeed(layout.OffGeneration, fuzzHeader, fuzzLE64(7)),         // mutable word: still opens
+		// The creator's loan in slot 4 ended by someone else, taken over
+		// by another owner, or given a length past the payload.
+		fuzzSeed(slot(4), fuzzLoan, word(layout.SlotWord{State: layout.SlotReady, Length: 3})),
+		fuzzSeed(slot(4), fuzzLoan|fuzzRelease, word(layout.SlotWord{State: layout.SlotWriting, Owner: 2})),
+		fuzzSeed(slot(4), fuzzLoan|fuzzBlocking, word(layout.SlotWord{State: layout.SlotWriting, Owner: 1, Length: 1000})),
+		fuzzSeed(layout.RingOffTail, fuzzLoan, fuzzLE64(4)), // the tail back at the loan
 	}
 }
 
@@ -167,6 +175,14 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 	r.NextID()
+	// With fuzzLoan, slot 4 is also the creator's loan, half written.
+	var loan Loan
+	if data[2]&fuzzLoan != 0 {
+		if loan, err = r.TryLoan(8); err != nil {
+			t.Fatal(err)
+		}
+		copy(loan.Data(), "m4")
+	}
 
 	mode, mustFail := memfuzz.Overlay(t, path, r.Header(), layout.KindRing, data, fuzzHeader)
 	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
@@ -242,6 +258,14 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 					}
 				}
 
+				step("TryLoan")
+				ln := (k * 11) % (maxN + 1)
+				lo, err := o.TryLoan(ln)
+				bad("TryLoan", err)
+				if err == nil {
+					fuzzEndLoan(o, lo, ln, k+int(mode), step, bad, expect)
+				}
+
 				step("TakePoisoned")
 				n, d, err := o.TakePoisoned(buf)
 				bad("TakePoisoned", err)
@@ -272,10 +296,27 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 					step("Ack")
 					bad("Ack", o.Ack(l))
 				}
+				step("Loan")
+				lo, err := o.Loan(ctx, 1)
+				bad("Loan", err, context.DeadlineExceeded)
+				if err == nil {
+					fuzzEndLoan(o, lo, 1, 0, step, bad, expect)
+				}
 				cancel()
 			}
 		}
 
+		// The creator ends its loan on the patched ring: ErrLeaseLost or
+		// ErrCorrupt if the patch took its slot, never a panic.
+		if mode&fuzzLoan != 0 {
+			if mode&fuzzRelease != 0 {
+				step("creator Abort")
+				bad("creator Abort", r.Abort(loan))
+			} else {
+				step("creator Publish")
+				bad("creator Publish", r.Publish(loan))
+			}
+		}
 		// The creator's handle gives its lease back on the patched ring.
 		if mode&fuzzRelease != 0 {
 			step("creator Release")
@@ -301,6 +342,39 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 		bad("creator Close", r.Close())
 		return problems
 	})
+}
+
+// fuzzEndLoan checks a loan of n bytes that o just took on the patched
+// ring and ends it (how, by how: Publish, PublishN of half, Abort); a
+// second end must then fail.
+func fuzzEndLoan(o *Ring, l Loan, n, how int, step func(string), bad func(string, error, ...error), expect func(bool, string, ...any)) {
+	d := l.Data()
+	expect(len(d) == n && cap(d) == n, "TryLoan(%d): Data of len %d cap %d", n, len(d), cap(d))
+	expect(l.Slot() < o.Capacity(), "loan slot %d", l.Slot())
+	for i := range d {
+		d[i] = byte(i)
+	}
+	var err error
+	switch how % 3 {
+	case 0:
+		step("Publish")
+		err = o.Publish(l)
+		bad("Publish", err)
+	case 1:
+		step("PublishN")
+		err = o.PublishN(l, n/2)
+		bad("PublishN", err)
+	default:
+		step("Abort")
+		err = o.Abort(l)
+		bad("Abort", err)
+	}
+	if err == nil {
+		step("second end of a loan")
+		again := o.Publish(l)
+		expect(again != nil, "a loan ended twice: the second Publish succeeded")
+		bad("second Publish", again)
+	}
 }
 
 // fuzzCheckScan checks that a scan accounts for every slot exactly once.

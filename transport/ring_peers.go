@@ -18,9 +18,11 @@ func (r *Ring) attach() error {
 	return r.tab.Attach(func() (check.RepairReport, error) { return r.repairAs(true) })
 }
 
-// detach hands this participant's leases back to the ring and frees its
-// entry. Slots it is writing or reading cannot exist: Close comes after
-// every other call has returned.
+// detach hands this participant's leases back to the ring, rolls back
+// the loans it still holds (TryLoan, Loan: each a slot it is writing,
+// released as Abort does, counted abandoned) and frees its entry. Slots
+// it is reading cannot exist: Close comes after every other call has
+// returned.
 func (r *Ring) detach() error {
 	me := r.tab.Self
 	var firstErr error

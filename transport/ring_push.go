@@ -28,9 +28,40 @@ func (r *Ring) tooLarge(n int) error {
 	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
 }
 
-// push is the producer's state machine. Every step that can be interrupted
-// by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
+// push is the producer's state machine: take the next position (claimTail),
+// write the payload, publish. Every step that can be interrupted by a
+// SIGKILL leaves a slot word that names its owner: see docs/design.md.
 func (r *Ring) push(msg []byte, deliveries uint8) error {
+	t, err := r.claimTail()
+	if err != nil {
+		return err
+	}
+	shm.CrashPoint(crashRingPushAfterClaim)
+	r.tail.CompareAndSwap(t, t+1)
+	shm.CrashPoint(crashRingPushAfterAdvance)
+	copy(r.payload(t, uint32(len(msg))), msg)
+	shm.CrashPoint(crashRingPushAfterWrite)
+	// Release: the payload is visible before the READY word is. A
+	// release store, not an XCHG: the locked add on pushed below orders
+	// it before the waiter-flag load that follows (the sleeper's flag
+	// store and slot load are the other half of that handshake).
+	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(t))), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: r.lay.LapOf(t)}.Pack())
+	shm.CrashPoint(crashRingPushAfterPublish)
+	r.pushed.Add(1) // also the full barrier before notEmptyW's load
+	if r.notEmptyW.Load() != 0 {
+		r.wakeConsumers()
+	}
+	return nil
+}
+
+// claimTail is the first step of every producer, push and loan alike
+// (ring_loan.go): it takes the next free position t with the CAS FREE(L)
+// -> WRITING(L, me) that stamps this participant as its owner, helping
+// the tail past positions already taken and burning past held leases on
+// the way, and returns t, or ErrFull or ErrCorrupt. The tail may still be
+// at t: the caller moves it on (its crash points sit on either side of
+// that CAS).
+func (r *Ring) claimTail() (uint64, error) {
 	var burnedHere uint64
 	for {
 		t := r.tail.Load()
@@ -46,29 +77,13 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 		switch {
 		case d == 0 && sw.State == layout.SlotFree:
 			if raw != (layout.SlotWord{Lap: lap}).Pack() {
-				return r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
+				return 0, r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
 			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()
 			if !w.CompareAndSwap(raw, mine) {
 				continue
 			}
-			shm.CrashPoint(crashRingPushAfterClaim)
-			r.tail.CompareAndSwap(t, t+1)
-			shm.CrashPoint(crashRingPushAfterAdvance)
-			copy(r.payload(t, uint32(len(msg))), msg)
-			shm.CrashPoint(crashRingPushAfterWrite)
-			// Release: the payload is visible before the READY word is.
-			// A release store, not an XCHG: the locked add on pushed
-			// below orders it before the waiter-flag load that follows
-			// (the sleeper's flag store and slot load are the other
-			// half of that handshake).
-			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
-			shm.CrashPoint(crashRingPushAfterPublish)
-			r.pushed.Add(1) // also the full barrier before notEmptyW's load
-			if r.notEmptyW.Load() != 0 {
-				r.wakeConsumers()
-			}
-			return nil
+			return t, nil
 
 		case d == 0 || d == 1:
 			// Position t is already taken (or was, and has been released):
@@ -82,10 +97,10 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			// ring whose every slot is held would otherwise be burned
 			// round and round by each failed push.
 			if burnedHere >= r.lay.Capacity || t-r.head.Load() >= r.lay.Capacity {
-				return ErrFull
+				return 0, ErrFull
 			}
 			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
-				return r.corrupt(t, raw, err)
+				return 0, r.corrupt(t, raw, err)
 			}
 			moved := sw
 			moved.Lap = lap
@@ -97,15 +112,15 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			}
 
 		case d == -1 && (sw.State == layout.SlotReady || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):
-			// The previous lap's message is still there: full, unless our
-			// tail was stale.
+			// The previous lap's message is still there (or a loan of the
+			// previous lap is still held): full, unless our tail was stale.
 			if r.tail.Load() == t {
-				return ErrFull
+				return 0, ErrFull
 			}
 
 		default:
 			if r.tail.Load() == t {
-				return r.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from tail %d (lap %d)", sw.State, sw.Lap, t, lap))
+				return 0, r.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from tail %d (lap %d)", sw.State, sw.Lap, t, lap))
 			}
 		}
 	}

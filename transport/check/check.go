@@ -14,7 +14,7 @@ type Problem string
 
 // Problems of slotted files (rings and deques).
 const (
-	ProblemOrphanedWrite Problem = "orphaned_write" // half-written by a dead producer (or owner)
+	ProblemOrphanedWrite Problem = "orphaned_write" // half-written by a dead producer (or owner, or loaner)
 	ProblemOrphanedRead  Problem = "orphaned_read"  // being popped or stolen by a dead consumer
 	ProblemOrphanedLease Problem = "orphaned_lease" // leased by a dead consumer
 	ProblemPoisoned      Problem = "poisoned"       // set aside after too many deliveries
@@ -55,7 +55,7 @@ const (
 	ActionNone Action = "none" // left alone (poison, corrupt words, live owners)
 
 	// Rings and deques.
-	ActionRelease        Action = "release"          // a half-written slot freed; its push never returned
+	ActionRelease        Action = "release"          // a half-written slot freed; its push never returned (or its loan was never published)
 	ActionRequeue        Action = "requeue"          // ring: a dead consumer's message pushed again at the tail
 	ActionRequeueInPlace Action = "requeue_in_place" // ring: re-published in its own slot (the ring was full and the tail there)
 	ActionDefer          Action = "defer"            // ring: no room to requeue yet; left for a later repair
