@@ -31,6 +31,35 @@ func (r *Ring) tooLarge(n int) error {
 // push is the producer's state machine. Every step that can be interrupted
 // by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
 func (r *Ring) push(msg []byte, deliveries uint8) error {
+	t, err := r.claimTail()
+	if err != nil {
+		return err
+	}
+	shm.CrashPoint(crashRingPushAfterClaim)
+	r.tail.CompareAndSwap(t, t+1)
+	shm.CrashPoint(crashRingPushAfterAdvance)
+	copy(r.payload(t, uint32(len(msg))), msg)
+	shm.CrashPoint(crashRingPushAfterWrite)
+	// Release: the payload is visible before the READY word is. A
+	// release store, not an XCHG: the locked add on pushed below orders
+	// it before the waiter-flag load that follows (the sleeper's flag
+	// store and slot load are the other half of that handshake).
+	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(t))), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: r.lay.LapOf(t)}.Pack())
+	shm.CrashPoint(crashRingPushAfterPublish)
+	r.pushed.Add(1) // also the full barrier before notEmptyW's load
+	if r.notEmptyW.Load() != 0 {
+		r.wakeConsumers()
+	}
+	return nil
+}
+
+// claimTail is the producer's state machine up to the CAS that takes a
+// position: it helps the tail on past positions already taken, burns past
+// held leases, and returns the position t it stamped WRITING(me) at its
+// lap, or ErrFull, or ErrCorrupt naming the slot. The tail is not moved
+// past t: the caller does that (push at once; a batch after claiming the
+// positions that follow t).
+func (r *Ring) claimTail() (uint64, error) {
 	var burnedHere uint64
 	for {
 		t := r.tail.Load()
@@ -46,33 +75,17 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 		switch {
 		case d == 0 && sw.State == layout.SlotFree:
 			if raw != (layout.SlotWord{Lap: lap}).Pack() {
-				return r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
+				return 0, r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()
-			if !w.CompareAndSwap(raw, mine) {
-				continue
+			if w.CompareAndSwap(raw, layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()) {
+				return t, nil
 			}
-			shm.CrashPoint(crashRingPushAfterClaim)
-			r.tail.CompareAndSwap(t, t+1)
-			shm.CrashPoint(crashRingPushAfterAdvance)
-			copy(r.payload(t, uint32(len(msg))), msg)
-			shm.CrashPoint(crashRingPushAfterWrite)
-			// Release: the payload is visible before the READY word is.
-			// A release store, not an XCHG: the locked add on pushed
-			// below orders it before the waiter-flag load that follows
-			// (the sleeper's flag store and slot load are the other
-			// half of that handshake).
-			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: lap}.Pack())
-			shm.CrashPoint(crashRingPushAfterPublish)
-			r.pushed.Add(1) // also the full barrier before notEmptyW's load
-			if r.notEmptyW.Load() != 0 {
-				r.wakeConsumers()
-			}
-			return nil
 
 		case d == 0 || d == 1:
 			// Position t is already taken (or was, and has been released):
-			// the tail lags. Help it on; whoever took t may be gone.
+			// the tail lags. Help it on; whoever took t may be gone, and a
+			// batch may have taken the positions after t too (each is
+			// helped past the same way).
 			r.tail.CompareAndSwap(t, t+1)
 
 		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
@@ -82,10 +95,10 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			// ring whose every slot is held would otherwise be burned
 			// round and round by each failed push.
 			if burnedHere >= r.lay.Capacity || t-r.head.Load() >= r.lay.Capacity {
-				return ErrFull
+				return 0, ErrFull
 			}
 			if err := sw.Validate(&r.lay.SlotGeometry); err != nil {
-				return r.corrupt(t, raw, err)
+				return 0, r.corrupt(t, raw, err)
 			}
 			moved := sw
 			moved.Lap = lap
@@ -100,12 +113,12 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 			// The previous lap's message is still there: full, unless our
 			// tail was stale.
 			if r.tail.Load() == t {
-				return ErrFull
+				return 0, ErrFull
 			}
 
 		default:
 			if r.tail.Load() == t {
-				return r.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from tail %d (lap %d)", sw.State, sw.Lap, t, lap))
+				return 0, r.corrupt(t, raw, fmt.Errorf("%s slot at lap %d seen from tail %d (lap %d)", sw.State, sw.Lap, t, lap))
 			}
 		}
 	}
