@@ -46,3 +46,19 @@ const (
 	crashRingPublishAfterReady  = "ring.publish.after-ready"
 	crashRingAbortAfterFree     = "ring.abort.after-free"
 )
+
+// The ring's batch calls (ring_batch.go; docs/design.md, "Batch calls"),
+// in a block of their own.
+const (
+	crashRingAckBatchMidFree        = "ring.ack-batch.mid-free"
+	crashRingClaimBatchAfterAdvance = "ring.claim-batch.after-advance"
+	crashRingClaimBatchAfterTake    = "ring.claim-batch.after-take"
+	crashRingPopBatchAfterAdvance   = "ring.pop-batch.after-advance"
+	crashRingPopBatchAfterCopy      = "ring.pop-batch.after-copy"
+	crashRingPopBatchAfterTake      = "ring.pop-batch.after-take"
+	crashRingPopBatchMidFree        = "ring.pop-batch.mid-free"
+	crashRingPushBatchAfterAdvance  = "ring.push-batch.after-advance"
+	crashRingPushBatchAfterClaims   = "ring.push-batch.after-claims"
+	crashRingPushBatchAfterPublish  = "ring.push-batch.after-publish"
+	crashRingPushBatchMidPublish    = "ring.push-batch.mid-publish"
+)

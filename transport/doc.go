@@ -9,6 +9,9 @@
 //     poison. Producers pass held leases; a loan holds its position, and
 //     consumers wait at it, until it is published or aborted (a dead
 //     loaner's is rolled back by Repair like any half-written slot).
+//     Pushes, pops, claims and acks have a batch form (TryPushBatch,
+//     PushBatch, TryPopBatch, PopBatch, TryClaimBatch, ClaimBatch,
+//     AckBatch; see Batch calls).
 //   - Deque (kind 3): a work-stealing deque. One owner pushes and pops its
 //     newest work at the bottom; thieves in any process steal the oldest
 //     at the top, plainly or leased. A dead owner's deque is adopted.
@@ -44,6 +47,43 @@
 // use, and corruption is reported as ErrCorrupt, never a panic. The state
 // machines, the ordering arguments and a crash-window table per kind are
 // in docs/design.md; the byte layouts in docs/format.md.
+//
+// # Batch calls
+//
+// A ring's batch call pushes, pops, claims or acks many messages for one
+// counter add and one wake check. It returns how many it did, n, and the
+// rest was not done: msgs[:n] are pushed and msgs[n:] are not; bufs[:n]
+// and lens[:n] hold n messages; leases[:n] are held. Its error says why it
+// stopped:
+//
+//   - nil: it did all it was asked, or as many as fitted (a push) or were
+//     waiting (a pop or claim): perhaps fewer than asked;
+//   - ErrFull or ErrEmpty: none fitted, or none was waiting, and n is 0;
+//   - anything else (ErrShortBuffer for a message longer than its
+//     buffer, ErrCorrupt for a slot word no ring operation writes): n
+//     were done before the call met it, and what it stopped at is left
+//     as it was (a message too long for its buffer stays in the ring).
+//
+// A push batch with a message larger than MaxPayload is refused up front
+// with ErrTooLarge naming its index: nothing is pushed. AckBatch acks
+// every lease it still holds, and its error names the first it did not.
+//
+// The blocking forms (PushBatch, PopBatch, ClaimBatch) wait only while
+// they can do nothing: once they have done at least one they return at
+// once with the count, never waiting for room or messages for the rest.
+// A blocking batch call whose context ends mid-batch returns what it did
+// and the context's error, and since it only ever waits before its first,
+// what it did is then nothing: it returns either n > 0 and no context
+// error, or 0 and ctx's error (the context ended while it waited for the
+// first).
+//
+// A batch takes consecutive positions while it can (a held lease,
+// poison, or another producer or consumer taking a position first splits
+// it in runs), so its messages keep their order, though others' may come
+// between two runs. Each position is taken as a single call takes it, by
+// a CAS that stamps the taker's entry in the slot word: a batch call
+// interrupted by a SIGKILL is recovered position by position, exactly as
+// single calls are (docs/design.md, "Batch calls").
 //
 // What transport is not: it does not schedule (sched/* does), does not lay
 // bytes out (layout does), and has no notion of processes beyond the

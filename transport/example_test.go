@@ -94,3 +94,38 @@ func ExampleRing_Check() {
 	// clean: true slots: 8 planned: 0
 	// changed: false requeued: 0
 }
+
+func ExampleRing_TryPushBatch() {
+	name := fmt.Sprintf("shmkit-example-batch-%d", os.Getpid())
+	r, err := transport.CreateRing(name, transport.RingConfig{Capacity: 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer shm.Remove(name)
+	defer r.Close()
+
+	// Five messages, room for four: four are pushed, the fifth is not.
+	msgs := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e")}
+	n, err := r.TryPushBatch(msgs)
+	fmt.Println("pushed", n, err)
+
+	// Claim them in one call, ack them in one call.
+	leases := make([]transport.Lease, 8)
+	n, err = r.TryClaimBatch(leases)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, l := range leases[:n] {
+		fmt.Print(string(l.Data()))
+	}
+	fmt.Println()
+	if err := r.AckBatch(leases[:n]); err != nil {
+		log.Fatal(err)
+	}
+	_, err = r.TryClaimBatch(leases)
+	fmt.Println(errors.Is(err, transport.ErrEmpty))
+	// Output:
+	// pushed 4 <nil>
+	// abcd
+	// true
+}

@@ -208,7 +208,11 @@ type Counters struct {
 }
 
 // Depth is the number of positions between head and tail: messages ready
-// or being written, plus positions burned past held leases.
+// or being written, plus positions burned past held leases. A push batch
+// claims its positions before it moves the tail past them, so Depth leaves
+// out claims ahead of the tail (for good, until a repair, if their
+// producer died there); consumers may then step the head past such a
+// tail, and Depth is 0.
 func (c Counters) Depth() uint64 {
 	if c.Tail < c.Head {
 		return 0

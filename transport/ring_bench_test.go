@@ -68,6 +68,109 @@ func BenchmarkClaimAck(b *testing.B) {
 	}
 }
 
+// The batch benchmarks move benchBatch messages per op and report ns/msg;
+// the ...32Singles benchmarks move as many with single calls, the same way,
+// for the comparison in one run:
+//
+//	go test ./transport -run XXX -bench 'Batch32|32Singles' -benchmem
+const benchBatch = 32
+
+func benchBatchMsgs() [][]byte {
+	msgs := make([][]byte, benchBatch)
+	for i := range msgs {
+		msgs[i] = benchMsg
+	}
+	return msgs
+}
+
+func reportPerMsg(b *testing.B) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatch), "ns/msg")
+}
+
+func BenchmarkRingPushPopBatch32(b *testing.B) {
+	r := newRing(b, RingConfig{Capacity: 1024})
+	msgs := benchBatchMsgs()
+	bufs, lens := popBufs(r, benchBatch)
+	b.ReportAllocs()
+	b.SetBytes(int64(benchBatch * len(benchMsg)))
+	for b.Loop() {
+		if n, err := r.TryPushBatch(msgs); n != benchBatch || err != nil {
+			b.Fatal(n, err)
+		}
+		if n, err := r.TryPopBatch(bufs, lens); n != benchBatch || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+	reportPerMsg(b)
+}
+
+func BenchmarkRingPushPop32Singles(b *testing.B) {
+	r := newRing(b, RingConfig{Capacity: 1024})
+	buf := make([]byte, r.MaxPayload())
+	b.ReportAllocs()
+	b.SetBytes(int64(benchBatch * len(benchMsg)))
+	for b.Loop() {
+		for range benchBatch {
+			if err := r.TryPush(benchMsg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range benchBatch {
+			if _, err := r.TryPop(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportPerMsg(b)
+}
+
+func BenchmarkRingClaimAckBatch32(b *testing.B) {
+	r := newRing(b, RingConfig{Capacity: 1024})
+	msgs := benchBatchMsgs()
+	leases := make([]Lease, benchBatch)
+	b.ReportAllocs()
+	b.SetBytes(int64(benchBatch * len(benchMsg)))
+	for b.Loop() {
+		if n, err := r.TryPushBatch(msgs); n != benchBatch || err != nil {
+			b.Fatal(n, err)
+		}
+		if n, err := r.TryClaimBatch(leases); n != benchBatch || err != nil {
+			b.Fatal(n, err)
+		}
+		if err := r.AckBatch(leases); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPerMsg(b)
+}
+
+func BenchmarkRingClaimAck32Singles(b *testing.B) {
+	r := newRing(b, RingConfig{Capacity: 1024})
+	leases := make([]Lease, benchBatch)
+	b.ReportAllocs()
+	b.SetBytes(int64(benchBatch * len(benchMsg)))
+	for b.Loop() {
+		for range benchBatch {
+			if err := r.TryPush(benchMsg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range leases {
+			l, err := r.TryClaim()
+			if err != nil {
+				b.Fatal(err)
+			}
+			leases[i] = l
+		}
+		for _, l := range leases {
+			if err := r.Ack(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportPerMsg(b)
+}
+
 // benchCapacity is large enough that the untimed refills and drains of the
 // one-sided benchmarks are rare.
 const benchCapacity = 1 << 14
@@ -285,5 +388,48 @@ func TestBlockingFastPathZeroAllocs(t *testing.T) {
 		r.Pop(ctx, buf)
 	}); a != 0 {
 		t.Fatalf("%v allocations per blocking push/pop/claim/ack/loan", a)
+	}
+}
+
+// TestBatchFastPathsZeroAllocs: the batch calls allocate nothing either,
+// blocking ones that do not have to wait included.
+func TestBatchFastPathsZeroAllocs(t *testing.T) {
+	r := newRing(t, RingConfig{Capacity: 256})
+	ctx := context.Background()
+	msgs := benchBatchMsgs()
+	bufs, lens := popBufs(r, benchBatch)
+	leases := make([]Lease, benchBatch)
+	if a := testing.AllocsPerRun(200, func() {
+		if n, err := r.TryPushBatch(msgs); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		if n, err := r.TryPopBatch(bufs, lens); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		if n, err := r.PushBatch(ctx, msgs); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		if n, err := r.PopBatch(ctx, bufs, lens); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		r.TryPushBatch(msgs)
+		if n, err := r.TryClaimBatch(leases); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		if err := r.AckBatch(leases); err != nil {
+			t.Fatal(err)
+		}
+		r.TryPushBatch(msgs)
+		if n, err := r.ClaimBatch(ctx, leases); n != benchBatch || err != nil {
+			t.Fatal(n, err)
+		}
+		if err := r.AckBatch(leases); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Fatalf("%v allocations per round of batch calls", a)
+	}
+	if c := r.Counters(); c.Depth() != 0 {
+		t.Fatalf("counters after the runs: %+v", c)
 	}
 }

@@ -32,6 +32,9 @@ func (r *Ring) pop(buf []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	shm.CrashPoint(crashRingPopAfterTake)
+	r.head.CompareAndSwap(i, i+1)
+	shm.CrashPoint(crashRingPopAfterAdvance)
 	n := copy(buf, r.payload(i, sw.Length))
 	shm.CrashPoint(crashRingPopAfterCopy)
 	// A release store (the copy out is done before it); the locked add
@@ -63,6 +66,9 @@ func (r *Ring) claim() (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
+	shm.CrashPoint(crashRingClaimAfterTake)
+	r.head.CompareAndSwap(i, i+1)
+	shm.CrashPoint(crashRingClaimAfterAdvance)
 	r.claimed.Add(1)
 	return Lease{slot: i & r.mask, lap: sw.Lap, data: r.payload(i, sw.Length), Deliveries: int(sw.Deliveries)}, nil
 }
@@ -72,6 +78,19 @@ func (r *Ring) Ack(l Lease) error {
 	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
+	if err := r.ack(&l); err != nil {
+		return err
+	}
+	r.acked.Add(1)
+	if r.notFullW.Load() != 0 {
+		r.wakeProducers()
+	}
+	return nil
+}
+
+// ack frees the slot of lease l if this handle still holds it: Ack's CAS,
+// without its counter and wake (AckBatch makes those once per batch).
+func (r *Ring) ack(l *Lease) error {
 	if l.data == nil {
 		return fmt.Errorf("%w: %s: not a lease from Claim", ErrLeaseLost, r.Path())
 	}
@@ -86,10 +105,6 @@ func (r *Ring) Ack(l Lease) error {
 		// The lap has moved on by however many positions producers
 		// burned while the lease was held; free the slot for the next.
 		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			r.acked.Add(1)
-			if r.notFullW.Load() != 0 {
-				r.wakeProducers()
-			}
 			return nil
 		}
 	}
@@ -130,8 +145,10 @@ func (r *Ring) Release(l Lease) error {
 }
 
 // take moves the message at the head into state (reading or leased), owned
-// by this participant, and returns its slot and new word. Messages already
-// delivered DeliveryLimit times are poisoned on the way.
+// by this participant, and returns its position and new word. Messages
+// already delivered DeliveryLimit times are poisoned on the way. The head
+// is not moved past the position: the caller does that (a single pop or
+// claim at once; a batch after taking the positions that follow).
 func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, error) {
 	for {
 		h := r.head.Load()
@@ -158,17 +175,6 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 			if !w.CompareAndSwap(raw, taken.Pack()) {
 				continue
 			}
-			if state == layout.SlotReading {
-				shm.CrashPoint(crashRingPopAfterTake)
-			} else {
-				shm.CrashPoint(crashRingClaimAfterTake)
-			}
-			r.head.CompareAndSwap(h, h+1)
-			if state == layout.SlotReading {
-				shm.CrashPoint(crashRingPopAfterAdvance)
-			} else {
-				shm.CrashPoint(crashRingClaimAfterAdvance)
-			}
 			return h, taken, nil
 
 		case d == 0 && (sw.State == layout.SlotFree || sw.State == layout.SlotWriting):
@@ -183,7 +189,8 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 
 		case d == 0 || d == 1 || d == 2:
 			// The head's position was taken, burned or released already:
-			// help the head on.
+			// help the head on (a batch may have taken the positions after
+			// it too: each is helped past the same way).
 			r.head.CompareAndSwap(h, h+1)
 
 		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned || sw.State == layout.SlotReading):

@@ -28,9 +28,8 @@ func (r *Ring) tooLarge(n int) error {
 	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
 }
 
-// push is the producer's state machine: take the next position (claimTail),
-// write the payload, publish. Every step that can be interrupted by a
-// SIGKILL leaves a slot word that names its owner: see docs/design.md.
+// push is the producer's state machine. Every step that can be interrupted
+// by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
 func (r *Ring) push(msg []byte, deliveries uint8) error {
 	t, err := r.claimTail()
 	if err != nil {
@@ -54,13 +53,14 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 	return nil
 }
 
-// claimTail is the first step of every producer, push and loan alike
-// (ring_loan.go): it takes the next free position t with the CAS FREE(L)
-// -> WRITING(L, me) that stamps this participant as its owner, helping
-// the tail past positions already taken and burning past held leases on
-// the way, and returns t, or ErrFull or ErrCorrupt. The tail may still be
-// at t: the caller moves it on (its crash points sit on either side of
-// that CAS).
+// claimTail is every producer's state machine up to the CAS that takes a
+// position (push, a batch's first position, and a loan: ring_batch.go,
+// ring_loan.go): it helps the tail on past positions already taken, burns
+// past held leases, and returns the position t it stamped WRITING(me) at
+// its lap, or ErrFull, or ErrCorrupt naming the slot. The tail is not
+// moved past t: the caller does that (push and loan at once, with their
+// crash points on either side; a batch after claiming the positions that
+// follow t).
 func (r *Ring) claimTail() (uint64, error) {
 	var burnedHere uint64
 	for {
@@ -79,15 +79,15 @@ func (r *Ring) claimTail() (uint64, error) {
 			if raw != (layout.SlotWord{Lap: lap}).Pack() {
 				return 0, r.corrupt(t, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()
-			if !w.CompareAndSwap(raw, mine) {
-				continue
+			if w.CompareAndSwap(raw, layout.SlotWord{State: layout.SlotWriting, Owner: r.tab.Self, Lap: lap}.Pack()) {
+				return t, nil
 			}
-			return t, nil
 
 		case d == 0 || d == 1:
 			// Position t is already taken (or was, and has been released):
-			// the tail lags. Help it on; whoever took t may be gone.
+			// the tail lags. Help it on; whoever took t may be gone, and a
+			// batch may have taken the positions after t too (each is
+			// helped past the same way).
 			r.tail.CompareAndSwap(t, t+1)
 
 		case d == -1 && (sw.State == layout.SlotLeased || sw.State == layout.SlotPoisoned):
@@ -112,8 +112,8 @@ func (r *Ring) claimTail() (uint64, error) {
 			}
 
 		case d == -1 && (sw.State == layout.SlotReady || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):
-			// The previous lap's message is still there (or a loan of the
-			// previous lap is still held): full, unless our tail was stale.
+			// The previous lap's message is still there: full, unless our
+			// tail was stale.
 			if r.tail.Load() == t {
 				return 0, ErrFull
 			}

@@ -100,6 +100,19 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	orphan(b, 1, otherPidNS)
 	fx["orphaned-otherns.shm"] = b
 
+	// A push batch of participant 0 (pid 2147483646, dead) that claimed
+	// positions 3, 4 and 5 (slots 3-5 writing, stamped with it) and died
+	// before it moved the tail: the tail is still 3, two of the claims
+	// are ahead of it.
+	b = bytes.Clone(ring)
+	for i := uint64(3); i <= 5; i++ {
+		le.PutUint64(b[slot(i):], layout.SlotWord{State: layout.SlotWriting, Owner: 1}.Pack())
+	}
+	le.PutUint64(b[entry(0)+layout.PeerOffCtl:], layout.PeerCtl{State: layout.PeerActive, Gen: 1, PID: deadPID}.Pack())
+	le.PutUint64(b[entry(0)+layout.PeerOffStart:], 987654)
+	le.PutUint64(b[entry(0)+layout.PeerOffAttached:], uint64(fixtureCreated+int64(time.Second)))
+	fx["batch-dead.shm"] = b
+
 	// A repair that ran without an entry of its own (as the repairer
 	// entry, index 4) and died holding the repair lock.
 	b = bytes.Clone(ring)
