@@ -45,7 +45,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return cliutil.Usage("unknown command %q (have run, rtt, pass)", c.Args().First())
+				return cliutil.Usage("unknown command %q (have run, rtt, pass, bare)", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
 				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
@@ -78,7 +78,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				{title: "round-trip latency", runs: rtt},
 			})
 		},
-		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage)},
+		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage), bareCommand(u, onUsage)},
 	}
 }
 
