@@ -88,7 +88,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Usage: "one measured throughput run",
 		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
 			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
-			"   [--slot-size S] [--record DIR] [--lease] [--chaos N [--seed S]]\n" +
+			"   [--slot-size S] [--record DIR] [--lease] [--batch N] [--loan] [--chaos N [--seed S]]\n" +
 			"   [--json] [--plot FILE.svg|.png] [--timeout D]",
 		OnUsageError: onUsage,
 		Flags: append([]cli.Flag{
@@ -100,6 +100,8 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
 			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
+			&cli.IntFlag{Name: "batch", Usage: "ring only, one consumer: producers push and the consumer pops with batch calls of N messages", DefaultText: "one at a time"},
+			&cli.BoolFlag{Name: "loan", Usage: "ring only: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
@@ -115,7 +117,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 				Messages: c.Int64("messages"), Duration: c.Duration("duration"),
 				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size"),
 				Record: c.String("record"), Timeout: c.Duration("timeout"),
-				Lease: c.Bool("lease"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+				Lease: c.Bool("lease"), Batch: c.Int("batch"), Loan: c.Bool("loan"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
 			}
 			if s.SeedSet && s.Chaos == 0 {
 				return cliutil.Usage("--seed goes with --chaos")

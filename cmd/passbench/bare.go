@@ -135,16 +135,16 @@ func (s *bareSpec) check() error {
 // BareReport is what `passbench bare --json` prints.
 type BareReport struct {
 	Envelope
-	Payload  int          `json:"payload_bytes"`
-	SlotSize int          `json:"slot_bytes"`
-	Slots    int          `json:"slots"`
-	Batch    int          `json:"batch"`
-	Repeat   int          `json:"repeat"`
-	Rows     []BareRow    `json:"rows"`
-	Runs     []BareRun    `json:"runs"`
-	Ratios   []PairRatio  `json:"ratios"`
-	CPU      CPUUse       `json:"cpu"`
-	rows     []*bareRow   // the rows measured, in order
+	Payload  int         `json:"payload_bytes"`
+	SlotSize int         `json:"slot_bytes"`
+	Slots    int         `json:"slots"`
+	Batch    int         `json:"batch"`
+	Repeat   int         `json:"repeat"`
+	Rows     []BareRow   `json:"rows"`
+	Runs     []BareRun   `json:"runs"`
+	Ratios   []PairRatio `json:"ratios"`
+	CPU      CPUUse      `json:"cpu"`
+	rows     []*bareRow  // the rows measured, in order
 	byRow    map[string][]float64
 }
 
