@@ -28,11 +28,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "passbench",
 		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
-		Description: "With no command, compares the ring (poll and block modes) with the work-stealing deque,\n" +
-			"a Unix socket, a pipe and a Go channel (throughput, 64-byte messages, one producer and one\n" +
-			"consumer; the deque also with two thieves), then round-trip latencies including the two\n" +
-			"hardware floors (spin: cache-line ping-pong; futex: sleep/wake), and says which of the\n" +
-			"ring's goals are met. Takes about 30 seconds. See docs/cli.md.",
+		Description: "With no command, compares the ring (poll and block modes, batches, loans) with a reference\n" +
+			"ring without crash safety, the work-stealing deque, a Unix socket, a pipe and a Go channel\n" +
+			"(throughput, 64-byte messages, one producer and one consumer; the deque also with two thieves),\n" +
+			"then round-trip latencies including the cache-line and futex ping-pongs; every row --repeat\n" +
+			"times, interleaved; with --hogs N also on a busy machine. Ends with a verdict. Takes about\n" +
+			"a minute and a half. `passbench bare` measures the queues alone. See docs/cli.md.",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
@@ -42,13 +43,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
 			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
 			roundsFlag(), warmupFlag(),
+			&cli.IntFlag{Name: "repeat", Value: defaultCompareRepeat, Usage: "runs of every row, the rows taking turns; medians, spreads and ratios are over these"},
+			&cli.IntFlag{Name: "batch", Value: defaultCompareBatch, Usage: "messages per batch call of the ring's batch rows"},
+			&cli.IntFlag{Name: "hogs", Usage: fmt.Sprintf("add a busy-machine section: ring/block, chan and uds with this many CPU-bound processes running beside (at most %d)", maxHogs), DefaultText: "0, no such section"},
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliutil.Usage("unknown command %q (have run, rtt, pass, bare)", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
-				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
+				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity"),
+				Repeat: c.Int("repeat"), Batch: c.Int("batch"), Hogs: c.Int("hogs")}
 			if c.IsSet("messages") {
 				if c.IsSet("duration") {
 					return cliutil.Usage("give --messages or --duration, not both")

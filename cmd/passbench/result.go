@@ -13,7 +13,7 @@ import (
 // The JSON formats; each changes only when its fields do.
 const (
 	runFormat     = "passbench.run/1"     // one Result with the envelope
-	compareFormat = "passbench.compare/1" // the default comparison
+	compareFormat = "passbench.compare/2" // the default comparison: rows run several times, medians
 )
 
 // Kinds of measurement.
