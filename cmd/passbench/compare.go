@@ -268,7 +268,7 @@ func ratioName(kind, a, b string, hogs int) string {
 		what = "rtt p50"
 	}
 	if hogs > 0 {
-		what = fmt.Sprintf("busy (%s) %s", count(hogs, "hog"), what)
+		what = fmt.Sprintf("busy (%s) %s", count(hogs, "CPU hog"), what)
 	}
 	return fmt.Sprintf("%s %s ÷ %s", what, a, b)
 }

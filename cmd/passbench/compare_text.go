@@ -28,7 +28,7 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 		return err
 	}
 	if rep.Hogs > 0 {
-		fmt.Fprintf(w, "\nbusy machine: the same with %s (children of passbench) running beside\n", count(rep.Hogs, "CPU-bound process"))
+		fmt.Fprintf(w, "\nbusy machine: the same with %s (children of passbench) running beside\n", count(rep.Hogs, "CPU hog"))
 		if err := writeCompareTput(w, rep, rep.Hogs); err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ func compareVerdict(rep *CompareReport) []string {
 			spreadText(s), what))
 	}
 	if h := rep.Hogs; h > 0 {
-		hogs := count(h, "CPU-bound process")
+		hogs := count(h, "CPU hog")
 		c, okc := get(kindThroughput, labelRingBlock, "chan", h)
 		d, okd := get(kindThroughput, labelRingBlock, "uds", h)
 		if okc && okd {
