@@ -61,9 +61,12 @@ func compareVerdict(rep *CompareReport) []string {
 		}
 	}
 	if s, ok := get(kindThroughput, labelRingPoll, labelBare, 0); ok {
-		out = append(out, fmt.Sprintf("Crash safety: the ring is %s the reference ring without any crash safety in the same harness (%s). "+
-			"The difference is what recording each slot's owner, so that a repair can prove whose death it acts on, costs on this machine.",
-			relation(s), spreadText(s)))
+		meaning := "The difference is what recording each slot's owner, so that a repair can prove whose death it acts on, costs on this machine."
+		if s.Median >= 1-parity {
+			meaning = "Crash safety cost nothing measurable in this run."
+		}
+		out = append(out, fmt.Sprintf("Crash safety: the ring is %s the reference ring without any crash safety in the same harness (%s)%s. %s",
+			relation(s), spreadText(s), steady(s), meaning))
 	}
 	var batchLabel string
 	for i := range rep.Runs {
@@ -73,8 +76,12 @@ func compareVerdict(rep *CompareReport) []string {
 	}
 	if batchLabel != "" {
 		if s, ok := get(kindThroughput, batchLabel, labelRingPoll, 0); ok {
-			out = append(out, fmt.Sprintf("Batches: %s is %s the ring one message at a time (%s); send in batches when messages come in bursts.",
-				batchLabel, relation(s), spreadText(s)))
+			advice := "send in batches when messages come in bursts."
+			if s.Median <= 1+parity {
+				advice = "batches did not pay in this run."
+			}
+			out = append(out, fmt.Sprintf("Batches: %s is %s the ring one message at a time (%s)%s; %s",
+				batchLabel, relation(s), spreadText(s), steady(s), advice))
 		}
 	}
 	if s, ok := get(kindRTT, labelRingPoll, "spin", 0); ok {
