@@ -205,6 +205,7 @@ func unusable(path string, err error) error {
 // tableView is one read of the whole table.
 type tableView struct {
 	Path     string
+	ID       uint64 // layout.FileID
 	Capacity int
 	Leases   int // lease records per slot
 	Totals   heartbeat.Totals
@@ -215,7 +216,7 @@ type tableView struct {
 // readTable snapshots every slot and the totals under shm.Guard: a table
 // truncated underneath gives an error naming it, not a crash.
 func readTable(hb *heartbeat.Table) (tableView, error) {
-	v := tableView{Path: hb.Path(), Capacity: hb.Capacity(), Leases: hb.LeasesPerSlot(), Taken: time.Now()}
+	v := tableView{Path: hb.Path(), ID: hb.ID(), Capacity: hb.Capacity(), Leases: hb.LeasesPerSlot(), Taken: time.Now()}
 	err := guard(hb.Path(), func() error {
 		v.Parts = hb.Snapshots()
 		v.Totals = hb.Totals()
