@@ -36,6 +36,8 @@ type env struct {
 	readyTimeout time.Duration
 	// allowMode is the widest mode accepted on an existing file (--allow-mode).
 	allowMode os.FileMode
+	// owner accepts files of another user (--owner, read-only commands).
+	owner shm.Option
 }
 
 func newApp(stdout io.Writer) *cli.App {
@@ -106,6 +108,9 @@ func (e *env) pathArg(c *cli.Context) (string, error) {
 		}
 		e.allowMode = m
 	}
+	if e.owner, err = cliutil.OwnerOption(c); err != nil {
+		return "", err
+	}
 	switch len(pos) {
 	case 0:
 		return "", cliutil.Usage("missing PATH (a heartbeat table: a path, or a name in /dev/shm)")
@@ -145,6 +150,9 @@ func (e *env) shmOpts(extra ...shm.Option) []shm.Option {
 	}
 	if e.allowMode != 0 {
 		extra = append(extra, shm.WithMode(e.allowMode))
+	}
+	if e.owner != nil {
+		extra = append(extra, e.owner)
 	}
 	return extra
 }

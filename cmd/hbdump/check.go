@@ -26,6 +26,7 @@ func (e *env) checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, json (format hbdump.check/1) or prometheus"},
 			ringFlag(ringShowUsage),
 			cliutil.AllowModeFlag(),
+			cliutil.OwnerFlag(),
 		},
 		Action: run(e.check),
 	})

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/shmkit/shmkit/shm"
 )
 
 // HealthFormat names the JSON of /healthz?format=json.
@@ -43,7 +46,7 @@ func (s Scrape) Health() Health {
 		f := &s.Files[i]
 		fh := fileHealth{Path: f.Path, Kind: f.kindLabel(), ID: f.idLabel(), Up: f.Up(), Healthy: f.Up() && f.Healthy, Summary: f.Summary}
 		if !f.Up() {
-			fh.Reason, fh.Error = Reason(f.Err), oneLine(f.Err.Error())
+			fh.Reason, fh.Error = Reason(f.Err), describe(f.Err)
 		}
 		h.OK = h.OK && fh.Healthy
 		h.Files = append(h.Files, fh)
@@ -96,6 +99,20 @@ func (h Health) writeText(w io.Writer) error {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// describe words a library error about a file as the tools do: "PATH:
+// cause", without the operation or the packages' prefixes.
+func describe(err error) string {
+	msg := err.Error()
+	var pe *shm.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Path + ": " + strings.ReplaceAll(pe.Err.Error(), pe.Path+": ", "")
+	}
+	for _, p := range []string{"layout: ", "shm: ", "transport: ", "heartbeat: ", "hashmap: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return oneLine(msg)
+}
 
 // HealthHandler answers /healthz: 200 when the verdict is ok, 503 when
 // not, with the verdict as text, or as JSON with ?format=json.
