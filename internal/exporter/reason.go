@@ -11,8 +11,8 @@ import (
 )
 
 // reasons maps the library's sentinel errors to the stable reason label of
-// shmkit_file_error, first match wins (a fault explained as a truncation
-// is "truncated"). docs/cli.md lists them.
+// shmkit_file_error, first match wins (a size that does not fit the
+// header is "truncated" or "size_mismatch" before "geometry"). docs/cli.md lists them.
 var reasons = []struct {
 	err    error
 	reason string
@@ -25,6 +25,10 @@ var reasons = []struct {
 	{shm.ErrLinked, "linked"},
 	{fs.ErrPermission, "permission_denied"},
 	{shm.ErrNotReady, "not_ready"},
+	{shm.ErrTruncated, "truncated"},
+	{shm.ErrSizeMismatch, "size_mismatch"},
+	{shm.ErrSparse, "sparse"},
+	{shm.ErrFault, "fault"},
 	{layout.ErrBadMagic, "not_shmkit"},
 	{layout.ErrTooShort, "not_shmkit"},
 	{layout.ErrVersionMismatch, "version"},
@@ -33,10 +37,6 @@ var reasons = []struct {
 	{layout.ErrWrongKind, "wrong_kind"},
 	{layout.ErrGeometry, "geometry"},
 	{layout.ErrInvalid, "invalid_header"},
-	{shm.ErrTruncated, "truncated"},
-	{shm.ErrSizeMismatch, "size_mismatch"},
-	{shm.ErrSparse, "sparse"},
-	{shm.ErrFault, "fault"},
 	{transport.ErrCorrupt, "corrupt"},
 	{heartbeat.ErrCorruptTable, "corrupt"},
 }
