@@ -24,6 +24,7 @@ func newApp(stdout io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			createCommand(), inspectCommand(), hexdumpCommand(), pushCommand(),
 			drainCommand(), watchCommand(), verifyCommand(), repairCommand(),
+			serveCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

@@ -29,11 +29,19 @@ func runCreate(c *cli.Context, path string) error {
 	if _, err := layout.NewRingLayout(g); err != nil {
 		return cliutil.Usage("create: %v", err)
 	}
-	mode, err := cliutil.ParseMode(c.String("mode"))
+	mode, err := cliutil.CreateMode(c)
 	if err != nil {
-		return cliutil.Usage("create: --mode: %v", err)
+		return cliutil.Usage("create: %v", err)
 	}
-	r, err := transport.CreateRing(path, cfg, shm.WithMode(mode))
+	opts := []shm.Option{shm.WithMode(mode)}
+	group, err := cliutil.GroupOption(c)
+	if err != nil {
+		return cliutil.Usage("create: %v", err)
+	}
+	if group != nil {
+		opts = append(opts, group)
+	}
+	r, err := transport.CreateRing(path, cfg, opts...)
 	if err != nil {
 		return fileErr(path, err)
 	}
@@ -44,11 +52,12 @@ func runCreate(c *cli.Context, path string) error {
 }
 
 func createCommand() *cli.Command {
-	return command("create", "create a ring", "PATH --capacity N [--slot-size B] [--mode 0600]", runCreate,
+	return command("create", "create a ring", "PATH --capacity N [--slot-size B] [--mode 0600] [--group G]", runCreate,
 		"",
 		&cli.Uint64Flag{Name: "capacity", Usage: "slots, a power of two from 2 to 16777216 (required)"},
 		&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "bytes per slot, a multiple of 64; a message holds 8 bytes less"},
 		&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: fmt.Sprintf("size of the participant table, 1 to %d (the table has one more entry, the repairer's)", layout.RingMaxParticipants)},
 		&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "deliveries after which a message is set aside as poison, 1 to 15"},
-		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"})
+		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal; 0640 with --group)"},
+		cliutil.GroupFlag())
 }
