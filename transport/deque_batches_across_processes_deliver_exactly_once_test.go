@@ -280,4 +280,3 @@ func TestDequeBatchesAcrossProcessesDeliverExactlyOnce(t *testing.T) {
 	checkOnlySelfAttached(t, d.Peers())
 	t.Logf("%d messages; calls: %v", count, ops)
 }
-
