@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,4 +281,109 @@ func TestDequeBatchesAcrossProcessesDeliverExactlyOnce(t *testing.T) {
 	}
 	checkOnlySelfAttached(t, d.Peers())
 	t.Logf("%d messages; calls: %v", count, ops)
+}
+
+// Goroutines of the owner's handle pushing and popping in batches and
+// singly (and stealing from its own top), beside thieves' handles taking
+// by every batch call, deliver every message exactly once: the owner's
+// goroutines share its stamp, so the owner's pops and its own steals are
+// told apart by the slot state alone (READING at the bottom, LEASED at
+// the top). Run with -race: the owner's batch state (topSeen) is only
+// touched under its mutex.
+func TestDequeBatchesAcrossGoroutinesDeliverExactlyOnce(t *testing.T) {
+	const each = 3000
+	d := newDeque(t, DequeConfig{Capacity: 32})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var delivered, pushedCount atomic.Int64
+	seen := make(chan []uint64, 16)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	take := func(h *Deque, kind int) {
+		defer wg.Done()
+		bufs, lens := dequeBufs(h, 8)
+		leases := make([]Lease, 8)
+		var mine []uint64
+		defer func() { seen <- mine }()
+		for i := 0; ; i++ {
+			if pushedCount.Load() == 2*each && delivered.Load() == 2*each {
+				return
+			}
+			wait, cancelWait := context.WithTimeout(ctx, 5*time.Millisecond)
+			var n int
+			var err error
+			switch (i + kind) % 3 {
+			case 0:
+				n, err = h.PopBatch(wait, bufs, lens)
+			case 1:
+				n, err = h.StealBatch(wait, bufs, lens)
+			default:
+				if n, err = h.ClaimBatch(wait, leases); err == nil {
+					for j, l := range leases[:n] {
+						lens[j] = copy(bufs[j], l.Data())
+					}
+					err = h.AckBatch(leases[:n])
+				}
+			}
+			cancelWait()
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				continue
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range n {
+				id, err := decodeMsg(bufs[j][:lens[j]])
+				if err != nil {
+					errs <- err
+					return
+				}
+				mine = append(mine, id)
+			}
+			delivered.Add(int64(n))
+		}
+	}
+	for g := range 2 { // the owner's pushing goroutines
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next := uint64(0); next < each; {
+				size := min(1+int(next*7+uint64(g))%9, each-int(next))
+				ids := seq(uint64(g)<<32|next, uint64(size))
+				var n int
+				var err error
+				if next%4 == 0 {
+					n, err = 1, d.Push(ctx, encodeMsg(ids[0]))
+				} else {
+					n, err = d.PushBatch(ctx, idBatch(ids...))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				next += uint64(n)
+				pushedCount.Add(int64(n))
+			}
+		}()
+	}
+	wg.Add(3)
+	go take(d, 0) // the owner's own pops and steals
+	go take(openThief(t, d), 1)
+	go take(openThief(t, d), 2)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case err := <-errs:
+		cancel()
+		<-done
+		t.Fatal(err)
+	}
+	close(seen)
+	var all []uint64
+	for ids := range seen {
+		all = append(all, ids...)
+	}
+	exactly(t, all, once(seq(0, each), seq(1<<32, each)))
 }
