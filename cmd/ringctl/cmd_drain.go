@@ -436,7 +436,7 @@ func drainCommand() *cli.Command {
 			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n"+
 			"--poisoned takes the messages set aside as poison instead (their position is not known).\n"+
 			"A deque is drained from the top as a thief, also while its owner is alive (ringctl never\n"+
-			"owns a deque); returned messages come first. --heartbeat applies to rings only.",
+			"owns a deque); returned messages come after the newer ones.",
 		&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
 		&cli.StringFlag{Name: "format", Value: "text", Usage: "text (the payload as is), hex, or json ({\"pos\",\"len\",\"deliveries\",\"data_hex\"})"},
 		&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},

@@ -177,7 +177,7 @@ const (
 	classWriting  = "writing"
 	classReading  = "reading"
 	classLeased   = "leased"
-	classReturned = "returned" // deques only: a message handed back, taken again before newer ones
+	classReturned = "returned" // deques only: a message handed back, taken again after the newer ones
 	classOrphaned = "orphaned"
 	classPoisoned = "poisoned"
 	classCorrupt  = "corrupt"
