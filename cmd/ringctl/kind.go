@@ -50,6 +50,23 @@ type kind struct {
 	queue func(c *cli.Context, path string) (*drainSource, error)
 	push  func(c *cli.Context, path string) (*transport.Ring, error)
 
+	// create makes a new file of the kind from the command line's
+	// geometry flags (createFlags: those of them it takes, beside
+	// --capacity and --participants) and returns what create prints of
+	// it; nil: ringctl does not create the kind.
+	create      func(c *cli.Context, path string, opts ...shm.Option) (string, error)
+	createFlags map[string]bool
+	createNote  string // a line create prints after that one, if any
+
+	// keyed opens the file for the hash map verbs (get, list: read-only;
+	// put, del: attached); nil: the kind has no keys.
+	keyed func(c *cli.Context, path string, write bool) (keyedMap, error)
+
+	// peek reads up to max queued messages of a view without taking any
+	// (the library's Peek, under its own fault guard), for peek; nil: the
+	// kind queues no messages.
+	peek func(v view, max int) ([]transport.Peeked, error)
+
 	// slot is the byte range of slot (or bucket) i, for hexdump --slot.
 	slot func(path string, h layout.Header, i int) (lo, hi int64, err error)
 
