@@ -386,7 +386,9 @@ func (d *drainer) register(c *cli.Context, hb string, create bool) (stop func(),
 	case errors.Is(err, shm.ErrNotExist) && create:
 		t, _, err = heartbeat.OpenOrCreate(hb, heartbeat.Config{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
 	case errors.Is(err, shm.ErrNotExist):
-		return nil, fileErr(hb, fmt.Errorf("%w (--heartbeat names an existing table; add --create-heartbeat to create one)", err))
+		fe := fileErr(hb, err).(*fileError)
+		fe.msg += " (--heartbeat names an existing table; add --create-heartbeat to create one)"
+		return nil, fe
 	}
 	if err != nil {
 		return nil, fileErr(hb, err)
