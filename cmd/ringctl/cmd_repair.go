@@ -396,7 +396,7 @@ a backup (PATH.bak-<UTC time>-<random> unless --backup or --no-backup; an existi
 symlink is never written through), then the file's own Repair runs, without a participant
 entry of its own (as the table's repairer entry: a table full of dead entries does not stop
 it), and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
-slots of dead members once their leases are back in the ring (rings only). A deque whose
+slots of dead members once their leases are back in the ring or deque. A deque whose
 owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
 live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,
 		&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},

@@ -36,14 +36,15 @@ type kind struct {
 	// apply opens the file for repair, without a participant entry (the
 	// library's OpenRingForRepair and kin: the Repair runs as the table's
 	// repairer entry, so a table full of dead entries does not stop it),
-	// and runs its own Repair (with hb, for rings, through a watchdog that
+	// and runs its own Repair (with hb, for rings and deques, through a watchdog that
 	// also reclaims the table's dead members); the verb has made the
 	// backup before.
 	apply func(c *cli.Context, path, hb string) (*repairResult, error)
 
 	// members is the dry-run plan of heartbeat table hb for the file
 	// (repair --heartbeat); nil: --heartbeat does not apply (a watchdog
-	// repairs rings only). It reads the mappings: run it under guard.
+	// repairs queues: rings and deques). It reads the mappings: run it
+	// under guard.
 	members func(v view, hb *heartbeat.Table) []findingJSON
 
 	// queue attaches as a consumer, for drain; push as a producer.
