@@ -15,6 +15,7 @@ func dumpFlags() []cli.Flag {
 		staleFlag(),
 		ringFlag(ringShowUsage),
 		cliutil.AllowModeFlag(),
+		cliutil.OwnerFlag(),
 	}
 }
 

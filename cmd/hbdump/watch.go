@@ -32,6 +32,7 @@ func (e *env) watchCommand() *cli.Command {
 			ringFlag(ringShowUsage),
 			&cli.IntFlag{Name: "count", Usage: "stop after this many frames (0: until interrupted)"},
 			cliutil.AllowModeFlag(),
+			cliutil.OwnerFlag(),
 		},
 		Action: run(e.watch),
 	})

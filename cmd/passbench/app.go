@@ -28,11 +28,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "passbench",
 		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
-		Description: "With no command, compares the ring (poll and block modes) with the work-stealing deque,\n" +
-			"a Unix socket, a pipe and a Go channel (throughput, 64-byte messages, one producer and one\n" +
-			"consumer; the deque also with two thieves), then round-trip latencies including the two\n" +
-			"hardware floors (spin: cache-line ping-pong; futex: sleep/wake), and says which of the\n" +
-			"ring's goals are met. Takes about 30 seconds. See docs/cli.md.",
+		Description: "With no command, compares the ring (poll and block modes, batches, loans) with a reference\n" +
+			"ring without crash safety, the work-stealing deque, a Unix socket, a pipe and a Go channel\n" +
+			"(throughput, 64-byte messages, one producer and one consumer; the deque also with two thieves),\n" +
+			"then round-trip latencies including the cache-line and futex ping-pongs; every row --repeat\n" +
+			"times, interleaved; with --hogs N also on a busy machine. Ends with a verdict. Takes about\n" +
+			"a minute and a half. `passbench bare` measures the queues alone. See docs/cli.md.",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
@@ -42,13 +43,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
 			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
 			roundsFlag(), warmupFlag(),
+			&cli.IntFlag{Name: "repeat", Value: defaultCompareRepeat, Usage: "runs of every row, the rows taking turns; medians, spreads and ratios are over these"},
+			&cli.IntFlag{Name: "batch", Value: defaultCompareBatch, Usage: "messages per batch call of the ring's batch rows"},
+			&cli.IntFlag{Name: "hogs", Usage: fmt.Sprintf("add a busy-machine section: ring/block, chan and uds with this many CPU-bound processes running beside (at most %d)", maxHogs), DefaultText: "0, no such section"},
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return cliutil.Usage("unknown command %q (have run, rtt, pass)", c.Args().First())
+				return cliutil.Usage("unknown command %q (have run, rtt, pass, bare)", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
-				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
+				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity"),
+				Repeat: c.Int("repeat"), Batch: c.Int("batch"), Hogs: c.Int("hogs")}
 			if c.IsSet("messages") {
 				if c.IsSet("duration") {
 					return cliutil.Usage("give --messages or --duration, not both")
@@ -78,7 +83,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				{title: "round-trip latency", runs: rtt},
 			})
 		},
-		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage)},
+		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage), bareCommand(u, onUsage)},
 	}
 }
 
@@ -88,7 +93,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Usage: "one measured throughput run",
 		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
 			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
-			"   [--slot-size S] [--record DIR] [--lease] [--chaos N [--seed S]]\n" +
+			"   [--slot-size S] [--record DIR] [--lease] [--batch N] [--loan] [--chaos N [--seed S]]\n" +
 			"   [--json] [--plot FILE.svg|.png] [--timeout D]",
 		OnUsageError: onUsage,
 		Flags: append([]cli.Flag{
@@ -100,6 +105,8 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
 			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
+			&cli.IntFlag{Name: "batch", Usage: "ring only, one consumer: producers push and the consumer pops with batch calls of N messages", DefaultText: "one at a time"},
+			&cli.BoolFlag{Name: "loan", Usage: "ring only: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
@@ -115,7 +122,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 				Messages: c.Int64("messages"), Duration: c.Duration("duration"),
 				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size"),
 				Record: c.String("record"), Timeout: c.Duration("timeout"),
-				Lease: c.Bool("lease"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+				Lease: c.Bool("lease"), Batch: c.Int("batch"), Loan: c.Bool("loan"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
 			}
 			if s.SeedSet && s.Chaos == 0 {
 				return cliutil.Usage("--seed goes with --chaos")

@@ -15,7 +15,7 @@ import (
 // Child processes are this same binary, re-executed with these variables
 // set. They are internal: nobody runs a child by hand.
 const (
-	envRole    = "PASSBENCH_ROLE"    // roleWorker, roleFloor or roleSched
+	envRole    = "PASSBENCH_ROLE"    // roleWorker, roleFloor, roleSched, roleBare or roleHog
 	envJob     = "PASSBENCH_JOB"     // the role's job, as JSON
 	envTimeout = "PASSBENCH_TIMEOUT" // the child exits after this long whatever happens
 
@@ -47,6 +47,10 @@ func childMain() int {
 		err = floorPeerMain(job)
 	case roleSched:
 		err = passChildMain(job)
+	case roleBare:
+		err = bareChildMain(job)
+	case roleHog:
+		err = hogMain()
 	default:
 		err = fmt.Errorf("bad %s=%q", envRole, role)
 	}

@@ -298,48 +298,55 @@ func checkPicture(t *testing.T, path, magic string) {
 	}
 }
 
-// The default comparison, scaled down: every run, the goals, the table.
+// The default comparison, scaled down: every row in every round, the
+// median runs, the ratios, the verdict, the table.
 func TestCompare(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "cmp.svg")
-	out, code, err := runApp(t, "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--json", "--plot", plot)
+	out, code, err := runApp(t, "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--repeat", "2", "--json", "--plot", plot)
 	if code != 0 {
 		t.Fatalf("exit %d: %v", code, err)
 	}
 	var raw struct {
-		Format string           `json:"format"`
-		Runs   []map[string]any `json:"runs"`
-		Ratios []map[string]any `json:"ratios"`
+		Format  string           `json:"format"`
+		Runs    []map[string]any `json:"runs"`
+		AllRuns []map[string]any `json:"all_runs"`
+		Ratios  []map[string]any `json:"ratios"`
+		Verdict []string         `json:"verdict"`
 	}
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if raw.Format != compareFormat || len(raw.Runs) != len(compareThroughput)+len(compareRTT) {
-		t.Fatalf("format %q, %d runs", raw.Format, len(raw.Runs))
+	rows := len(compareThroughput) + len(compareRTT)
+	if raw.Format != compareFormat || len(raw.Runs) != rows || len(raw.AllRuns) != 2*rows {
+		t.Fatalf("format %q, %d runs, %d in all", raw.Format, len(raw.Runs), len(raw.AllRuns))
 	}
-	deques := 0
+	deques, batches, loans, bare := 0, 0, 0, 0
 	for _, r := range raw.Runs {
 		checkRunJSON(t, r)
-		if r["transport"] == "deque" {
+		switch {
+		case r["transport"] == "deque":
 			deques++
 			if _, ok := r["deque"].(map[string]any); !ok || r["producers"] != 1.0 {
 				t.Errorf("deque run: %v", r)
 			}
+		case r["batch"] == float64(defaultCompareBatch):
+			batches++
+		case r["loan"] == true:
+			loans++
+		case r["transport"] == bareTransport:
+			bare++
 		}
 	}
-	if deques != 3 {
-		t.Errorf("%d deque runs, want 3", deques)
+	if deques != 3 || batches != 2 || loans != 1 || bare != 2 {
+		t.Errorf("%d deque, %d batch, %d loan, %d reference runs; want 3, 2, 1, 2", deques, batches, loans, bare)
 	}
-	goals := 0
 	for _, r := range raw.Ratios {
 		if _, ok := r["met"]; ok {
-			goals++
-			if _, ok := r["goal"]; !ok {
-				t.Errorf("goal without a goal: %v", r)
-			}
+			t.Errorf("a goal without --hogs: %v", r)
 		}
 	}
-	if goals != 4 {
-		t.Errorf("%d goals, want 4: %v", goals, raw.Ratios)
+	if len(raw.Verdict) < 5 {
+		t.Errorf("verdict: %q", raw.Verdict)
 	}
 	checkPicture(t, plot, "<?xml")
 
@@ -351,10 +358,15 @@ func TestCompare(t *testing.T) {
 	if err := writeCompareText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"machine:", "ring/poll", "ring/block", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin", "futex", "÷ ring/poll", "goals", "goal >= 30"} {
+	for _, want := range []string{"machine:", "ring/poll", "ring/block", "ring/poll batch 32", "ring/poll loan",
+		"bare ring (reference, no crash safety)", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin",
+		"futex ping-pong (sleeps every round)", "÷ ring/poll", "[", "verdict:", "docs/bench.md", "other processes used"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
+	}
+	if strings.Contains(text.String(), "goals (from the ring issue)") {
+		t.Error("the goals text is still there")
 	}
 	checkNoLeftovers(t)
 }

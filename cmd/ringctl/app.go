@@ -24,7 +24,7 @@ func newApp(stdout io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			createCommand(), inspectCommand(), peekCommand(), hexdumpCommand(), pushCommand(),
 			drainCommand(), watchCommand(), verifyCommand(), repairCommand(),
-			getCommand(), putCommand(), delCommand(), listCommand(),
+			getCommand(), putCommand(), delCommand(), listCommand(), serveCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

@@ -40,11 +40,19 @@ func runCreate(c *cli.Context, path string) error {
 			return cliutil.Usage("create: --%s %d is out of range", fn, v)
 		}
 	}
-	mode, err := cliutil.ParseMode(c.String("mode"))
+	mode, err := cliutil.CreateMode(c)
 	if err != nil {
-		return cliutil.Usage("create: --mode: %v", err)
+		return cliutil.Usage("create: %v", err)
 	}
-	line, err := k.create(c, path, shm.WithMode(mode))
+	opts := []shm.Option{shm.WithMode(mode)}
+	group, err := cliutil.GroupOption(c)
+	if err != nil {
+		return cliutil.Usage("create: %v", err)
+	}
+	if group != nil {
+		opts = append(opts, group)
+	}
+	line, err := k.create(c, path, opts...)
 	if err != nil {
 		return err
 	}
@@ -56,13 +64,13 @@ func runCreate(c *cli.Context, path string) error {
 }
 
 // commonCreateFlags apply to every kind.
-var commonCreateFlags = map[string]bool{"kind": true, "capacity": true, "participants": true, "mode": true, "help": true}
+var commonCreateFlags = map[string]bool{"kind": true, "capacity": true, "participants": true, "mode": true, "group": true, "help": true}
 
 // createFlagList names the geometry flags of k, for a usage error.
 func createFlagList(k *kind) string {
 	var fs []string
 	for _, f := range createCommand().Flags {
-		if n := f.Names()[0]; k.createFlags[n] || (commonCreateFlags[n] && n != "help" && n != "kind" && n != "mode") {
+		if n := f.Names()[0]; k.createFlags[n] || (commonCreateFlags[n] && n != "help" && n != "kind" && n != "mode" && n != "group") {
 			fs = append(fs, "--"+n)
 		}
 	}
@@ -75,7 +83,7 @@ func geometryErr(err error) error {
 }
 
 func createCommand() *cli.Command {
-	return command("create", "create a ring, a deque or a hash map", "PATH [--kind ring|deque|hashmap] --capacity N [geometry flags] [--mode 0600]", runCreate,
+	return command("create", "create a ring, a deque or a hash map", "PATH [--kind ring|deque|hashmap] --capacity N [geometry flags] [--mode 0600] [--group G]", runCreate,
 		"--kind chooses what to create (default ring). Rings and deques take --slot-size,\n"+
 			"--participants and --delivery-limit; hash maps take --key-size, --value-size and\n"+
 			"--participants. --capacity is slots (buckets for a hash map), a power of two. A deque\n"+
@@ -87,5 +95,6 @@ func createCommand() *cli.Command {
 		&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "rings, deques: deliveries after which a message is set aside as poison, 1 to 15"},
 		&cli.UintFlag{Name: "key-size", Value: 16, Usage: "hash maps: largest key in bytes, 1 to 1024"},
 		&cli.UintFlag{Name: "value-size", Value: 64, Usage: "hash maps: largest value in bytes, 1 to 65536"},
-		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"})
+		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal; 0640 with --group)"},
+		cliutil.GroupFlag())
 }

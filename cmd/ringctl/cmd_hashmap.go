@@ -230,7 +230,7 @@ func getCommand() *cli.Command {
 		"Prints the value stored under the key as is, one line (--hex: in hex; --json: {\"key_hex\",\n"+
 			"\"value_hex\",\"value_len\"}). A missing key is exit 1. The map is mapped read-only: the\n"+
 			"library's Get takes no lock and never sees a torn value.",
-		append(append([]cli.Flag{}, keyFlags...), hexOut, jsonFlag(), cliutil.AllowModeFlag())...)
+		append(append([]cli.Flag{}, keyFlags...), hexOut, jsonFlag(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
 }
 
 func putCommand() *cli.Command {
@@ -254,5 +254,5 @@ func listCommand() *cli.Command {
 		"Lists every entry in bucket order: keys and values quoted when they are text, else in hex\n"+
 			"(--hex: always). The map is mapped read-only; entries changed during the list may show\n"+
 			"old or new, and a key deleted and inserted again may show twice.",
-		hexOut, jsonFlag(), cliutil.AllowModeFlag())
+		hexOut, jsonFlag(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }

@@ -34,5 +34,5 @@ func inspectCommand() *cli.Command {
 		"",
 		&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free (for a hash map: every bucket that is not empty)"},
 		jsonFlag(),
-		cliutil.AllowModeFlag())
+		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }

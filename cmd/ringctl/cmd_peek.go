@@ -125,5 +125,5 @@ func peekCommand() *cli.Command {
 		&cli.IntFlag{Name: "max", Value: 10, Usage: "show at most `N` messages (0: all)"},
 		&cli.BoolFlag{Name: "hex", Usage: "show every payload in hex"},
 		jsonFlag(),
-		cliutil.AllowModeFlag())
+		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }

@@ -176,5 +176,5 @@ Rates are "-" in the first frame.
 Ctrl-C ends it (exit 0).`,
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
 		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` frames (0: until Ctrl-C)"},
-		cliutil.AllowModeFlag())
+		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }
