@@ -212,9 +212,9 @@ func dequeSlotDetail(sr SlotReport, pos uint64, p check.Peer, a check.Action) st
 		return fmt.Sprintf("%d-byte message published at the bottom (position %d), but bottom was never moved past it (its owner is dead, gone or none): a repair counts it in, moving bottom past it", w.Length, pos)
 	case check.ActionReturn:
 		if w.State == layout.SlotLeased {
-			return fmt.Sprintf("%d-byte message at position %d leased by %s, %s, and never acked: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, gone, w.Deliveries)
+			return fmt.Sprintf("%d-byte message at position %d leased by %s, %s, and never acked: a repair hands it back (returned, delivery count %d kept): taken again after the newer messages, once the deque is otherwise empty, or re-published as the newest when the owner's pushes reach its slot", w.Length, pos, who, gone, w.Deliveries)
 		}
-		return fmt.Sprintf("%d-byte message at position %d being taken by %s, %s, and the take never returned: a repair hands it back (returned, delivery count %d kept), to be taken again before newer messages", w.Length, pos, who, gone, w.Deliveries)
+		return fmt.Sprintf("%d-byte message at position %d being taken by %s, %s, and the take never returned: a repair hands it back (returned, delivery count %d kept): taken again after the newer messages, once the deque is otherwise empty, or re-published as the newest when the owner's pushes reach its slot", w.Length, pos, who, gone, w.Deliveries)
 	}
 	return fmt.Sprintf("%s slot (position %d) owned by %s, %s, and not the owner's push at the bottom: no deque operation writes there; a repair leaves it alone (counted corrupt)", w.State, pos, who, gone)
 }

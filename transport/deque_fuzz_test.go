@@ -141,6 +141,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			step("read-only Scan")
 			checkScan(ro.Scan(), ro)
 			fuzzCheckReport(t, "read-only", ro.Check())
+			fuzzCheckPeek(ro.Peek(1<<20))(expect, ro.Capacity(), ro.MaxPayload())
 			ro.Len()
 			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			bad("read-only Close", ro.Close())

@@ -361,7 +361,9 @@ func consumedAtTopFor(sw layout.SlotWord, diff int32, owner uint16) bool {
 
 // steal takes the message at the top into state (reading or leased),
 // stamped with this participant, and advances top. Returned messages are
-// taken first; messages delivered DeliveryLimit times become poison.
+// taken once [top, bottom) is empty (after the newer ones: looking for
+// them first would scan every slot on every steal while the pending hint
+// is too high); messages delivered DeliveryLimit times become poison.
 func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 	stale := 0
 	for {

@@ -49,10 +49,11 @@ func (d *Deque) scan() DequeScanReport {
 
 // Repair recovers what dead participants left behind, on proof of death
 // only (pid and start time, or an earlier boot): messages dead consumers
-// were stealing or had leased are returned (taken again before newer ones,
-// delivery count kept); if the owner is dead its half-done push is
-// released, its half-done pop rolled back, bottom set right, and the owner
-// role freed for Adopt. Safe while live processes use the deque;
+// were stealing or had leased are returned, delivery count kept: taken
+// again after the newer messages (once [top, bottom) is empty), or
+// re-published as the newest when the owner's pushes reach the slot; if
+// the owner is dead its half-done push is released, its half-done pop
+// rolled back, bottom set right, and the owner role freed for Adopt. Safe while live processes use the deque;
 // idempotent; one repairer at a time (ErrRepairBusy).
 //
 // It runs under the file's fault guard (not the per-message paths): a

@@ -22,9 +22,9 @@ func newApp(stdout io.Writer) *cli.App {
 		Writer:          stdout,
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
-			createCommand(), inspectCommand(), hexdumpCommand(), pushCommand(),
+			createCommand(), inspectCommand(), peekCommand(), hexdumpCommand(), pushCommand(),
 			drainCommand(), watchCommand(), verifyCommand(), repairCommand(),
-			serveCommand(),
+			getCommand(), putCommand(), delCommand(), listCommand(), serveCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

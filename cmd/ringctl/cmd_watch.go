@@ -33,6 +33,9 @@ func runWatch(c *cli.Context, path string) error {
 	if frame == nil {
 		return k.refuse(path, "watch", "rings and deques")
 	}
+	if err := warnStranded(c, path, v); err != nil {
+		return err
+	}
 	tty := cliutil.IsTerminal(c.App.Writer)
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
