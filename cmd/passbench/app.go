@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -23,7 +24,7 @@ const (
 // terminal) to stderr; cliutil.Run runs it with a context that ends on
 // SIGINT/SIGTERM and maps errors to exit codes.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	u := newUI(stderr)
+	u := newUI(stdout, stderr)
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageErr(err) }
 	return &cli.App{
 		Name:  "passbench",
@@ -60,12 +61,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				}
 				s.Duration = 0
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			rep, err := runCompare(c.Context, s, u)
-			if err != nil {
-				return err
+			if err != nil && (rep.Interrupted == nil || len(rep.AllRuns) == 0) {
+				return err // an interrupted comparison prints its finished runs first
 			}
 			if err := emit(c, rep, func(w io.Writer) error { return writeCompareText(w, rep) }); err != nil {
 				return err
@@ -78,10 +79,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					rtt = append(rtt, r)
 				}
 			}
-			return plotIfAsked(c, []plotPanel{
+			return errors.Join(plotIfAsked(c, []plotPanel{
 				{title: "throughput runs: one-way latency, send to receive (queueing included)", runs: tput},
 				{title: "round-trip latency", runs: rtt},
-			})
+			}), err)
 		},
 		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage), bareCommand(u, onUsage)},
 	}
@@ -113,7 +114,7 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if c.Args().Present() {
 				return cliutil.Usage("run takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := runSpec{
@@ -150,7 +151,7 @@ func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if c.Args().Present() {
 				return cliutil.Usage("rtt takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := rttSpec{Transport: c.String("transport"), Mode: c.String("mode"), Options: optionsFrom(c),
@@ -190,7 +191,7 @@ func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if c.Args().Present() {
 				return cliutil.Usage("pass takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := passSpec{
@@ -260,18 +261,9 @@ func optionsFrom(c *cli.Context) Options {
 	return Options{Rounds: c.Int("rounds"), Warmup: c.Int("warmup"), Timeout: c.Duration("timeout")}
 }
 
-// checkPlotFlag rejects a bad --plot name before anything is measured.
-func checkPlotFlag(c *cli.Context) error {
-	if p := c.String("plot"); p != "" {
-		_, err := plotFormat(p)
-		return err
-	}
-	return nil
-}
-
 func plotIfAsked(c *cli.Context, panels []plotPanel) error {
 	if p := c.String("plot"); p != "" {
-		return writePlot(p, panels)
+		return writePlot(p, panels, c.App.ErrWriter)
 	}
 	return nil
 }

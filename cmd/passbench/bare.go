@@ -199,11 +199,14 @@ func runBare(ctx context.Context, s bareSpec, u *ui) (BareReport, error) {
 		rep.rows = append(rep.rows, &bareRows[i])
 	}
 	var done atomic.Int64
-	stop := u.track("bare runs", int64(s.Repeat*len(rep.rows)), 0, done.Load)
+	stop := u.track("bare runs", "runs", int64(s.Repeat*len(rep.rows)), 0, done.Load)
 	defer stop()
 	before := sampleCPU()
 	for round := 1; round <= s.Repeat; round++ {
 		for _, row := range rep.rows {
+			if u != nil && !u.tty { // on a terminal, the bar says it
+				u.stage("run %d/%d, round %d of %d: %s", done.Load()+1, s.Repeat*len(rep.rows), round, s.Repeat, row.Label(&s))
+			}
 			run, err := runBareRow(ctx, row, &s)
 			done.Add(1)
 			if err != nil {

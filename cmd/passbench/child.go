@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ func isChild() bool { return os.Getenv(envRole) != "" }
 
 // childMain is the whole life of a child process; it returns the exit code.
 func childMain() int {
+	// Ctrl-C on a terminal signals the whole process group: the parent
+	// ends its children itself (and keeps what finished), so a child must
+	// not die of the signal first and turn an interruption into a failed
+	// run. A parent that is gone is noticed by watchParent.
+	signal.Ignore(os.Interrupt)
 	role := os.Getenv(envRole)
 	limit, err := time.ParseDuration(os.Getenv(envTimeout))
 	if err != nil || limit <= 0 {

@@ -71,6 +71,9 @@ type CompareReport struct {
 	Ratios  []PairRatio  `json:"ratios"`
 	Verdict []string     `json:"verdict"`
 	CPU     CPUUse       `json:"cpu"`
+	// Interrupted is set when a signal stopped the comparison: the other
+	// fields then hold the runs that finished.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
 }
 
 // CompareRow summarizes one row's runs.
@@ -88,47 +91,80 @@ type CompareRow struct {
 }
 
 // runCompare runs the line-up Repeat times, the rows taking turns; it
-// stops at the first failure.
+// stops at the first failure. When ctx ends (Ctrl-C, SIGTERM) it stops
+// too, but returns the report of the runs that finished, marked
+// Interrupted, with an error wrapping errInterrupted: the caller prints
+// both. When stdout is not a terminal, each run is announced on stderr
+// (ui.stage): a piped comparison says what it is doing.
 func runCompare(ctx context.Context, s compareSpec, u *ui) (rep CompareReport, err error) {
-	if s.Repeat < 1 || s.Repeat > 1000 {
-		return rep, usageErr(fmt.Errorf("--repeat must be in [1, 1000], got %d", s.Repeat))
-	}
-	if s.Hogs < 0 || s.Hogs > maxHogs {
-		return rep, usageErr(fmt.Errorf("--hogs must be in [0, %d], got %d", maxHogs, s.Hogs))
-	}
-	if s.Batch < 2 || s.Batch > maxRunBatch {
-		return rep, usageErr(fmt.Errorf("--batch must be in [2, %d], got %d", maxRunBatch, s.Batch))
+	if err := s.check(); err != nil {
+		return rep, err
 	}
 	rep = CompareReport{Envelope: newEnvelope(compareFormat), Repeat: s.Repeat, Hogs: s.Hogs}
 	before := sampleCPU()
-	tput := func(tm tputRun, round, hogs int) error {
-		rs := runSpec{Transport: tm.Transport, Mode: tm.Mode, Producers: 1, Consumers: tm.Consumers,
-			Messages: s.Messages, Duration: s.Duration, Payload: s.Payload, Capacity: s.Capacity,
-			Timeout: s.Timeout, Loan: tm.Loan}
-		if tm.Batched {
-			rs.Batch = s.Batch
+	total := s.Repeat * (len(compareThroughput) + len(compareRTT))
+	if s.Hogs > 0 {
+		total += s.Repeat * len(busyThroughput)
+	}
+	runs := u.inSeries() // the runs' own stage lines would repeat ours
+	n := 0
+	stage := func(kind, label string, round, hogs int, length string) {
+		n++
+		busy := ""
+		if hogs > 0 {
+			busy = fmt.Sprintf(", %s beside", count(hogs, "CPU hog"))
 		}
-		r, err := runThroughput(ctx, rs, u)
+		u.stage("run %d/%d, round %d of %d: %s %s (%s%s)", n, total, round, s.Repeat, kind, label, length, busy)
+	}
+	// stopped ends the comparison at a failed run: an interruption keeps
+	// the finished runs, anything else fails the comparison.
+	stopped := func(kind, label string, round int, err error) error {
+		if ctx.Err() == nil {
+			return err
+		}
+		rep.Interrupted = &Interruption{Round: round, Kind: kind, Row: label, Cause: context.Cause(ctx).Error()}
+		return fmt.Errorf("%w (%s) in run %d/%d, round %d of %d, %s %s: %s", errInterrupted, rep.Interrupted.Cause,
+			n, total, round, s.Repeat, kind, label, finishedRuns(len(rep.AllRuns)))
+	}
+	tput := func(tm tputRun, round, hogs int) error {
+		rs := s.runSpecOf(tm)
+		label := (&Result{Kind: kindThroughput, Transport: tm.Transport, Mode: tm.Mode, Producers: 1,
+			Consumers: tm.Consumers, Batch: rs.Batch, Loan: tm.Loan}).label()
+		stage(kindThroughput, label, round, hogs, s.stageLength())
+		r, err := runThroughput(ctx, rs, runs)
 		if err == nil {
 			err = failure(&r)
 		}
 		if err != nil {
-			return fmt.Errorf("%s/%s 1×%d: %w", tm.Transport, tm.Mode, tm.Consumers, err)
+			return stopped(kindThroughput, label, round, fmt.Errorf("%s/%s 1×%d: %w", tm.Transport, tm.Mode, tm.Consumers, err))
 		}
 		r.Round, r.Hogs = round, hogs
 		rep.AllRuns = append(rep.AllRuns, r)
 		return nil
 	}
+	// finish summarizes what was measured, all of it or up to an
+	// interruption.
+	finish := func(err error) (CompareReport, error) {
+		if err != nil && (rep.Interrupted == nil || len(rep.AllRuns) == 0) {
+			return rep, err
+		}
+		rep.CPU = cpuUseBetween(before, sampleCPU(), runtime.NumCPU())
+		rep.summarize()
+		return rep, err
+	}
 	for round := 1; round <= s.Repeat; round++ {
 		for _, tm := range compareThroughput {
 			if err := tput(tm, round, 0); err != nil {
-				return rep, err
+				return finish(err)
 			}
 		}
 		for _, tm := range compareRTT {
-			r, err := measureRTT(ctx, rttSpec{Transport: tm[0], Mode: tm[1], Options: s.Options, Payload: s.Payload, Capacity: s.Capacity}, u)
+			rs := s.rttSpecOf(tm)
+			label := (&Result{Kind: kindRTT, Transport: tm[0], Mode: tm[1]}).label()
+			stage(kindRTT, label, round, 0, rttLength(rs))
+			r, err := measureRTT(ctx, rs, runs)
 			if err != nil {
-				return rep, fmt.Errorf("rtt %s/%s: %w", tm[0], tm[1], err)
+				return finish(stopped(kindRTT, label, round, fmt.Errorf("rtt %s/%s: %w", tm[0], tm[1], err)))
 			}
 			r.Round = round
 			rep.AllRuns = append(rep.AllRuns, r)
@@ -140,13 +176,22 @@ func runCompare(ctx context.Context, s compareSpec, u *ui) (rep CompareReport, e
 		// section may take its full timeout.
 		h, err := startHogs(ctx, s.Hogs, s.Timeout*time.Duration(s.Repeat*len(busyThroughput)+1))
 		if err != nil {
-			return rep, err
+			return finish(stopped("busy machine", "starting the hogs", 1, err))
 		}
-		defer func() { err = errors.Join(err, h.stop()) }()
+		defer func() {
+			// An interruption has killed the hogs already (their context
+			// ended): that they "exited early" is no news then.
+			if serr := h.stop(); rep.Interrupted == nil {
+				err = errors.Join(err, serr)
+			}
+		}()
 		for round := 1; round <= s.Repeat; round++ {
 			for _, tm := range busyThroughput {
 				if err := tput(tm, round, s.Hogs); err != nil {
-					return rep, fmt.Errorf("with %d hogs: %w", s.Hogs, err)
+					if rep.Interrupted == nil {
+						err = fmt.Errorf("with %d hogs: %w", s.Hogs, err)
+					}
+					return finish(err)
 				}
 			}
 		}
@@ -154,9 +199,38 @@ func runCompare(ctx context.Context, s compareSpec, u *ui) (rep CompareReport, e
 			return rep, err
 		}
 	}
-	rep.CPU = cpuUseBetween(before, sampleCPU(), runtime.NumCPU())
-	rep.summarize()
-	return rep, nil
+	return finish(nil)
+}
+
+// errInterrupted says the comparison was stopped by a signal; the report
+// beside it holds the runs that finished.
+var errInterrupted = errors.New("interrupted")
+
+// Interruption says where a comparison was stopped (CompareReport).
+type Interruption struct {
+	Round int    `json:"round"` // the round of the run that was cut short
+	Kind  string `json:"kind"`  // its kind: throughput, rtt, or "busy machine" while starting the hogs
+	Row   string `json:"row"`   // its row's label
+	Cause string `json:"cause"` // "interrupt signal received", "terminated signal received"
+}
+
+// finishedRuns is "kept the 14 finished runs", or that there were none.
+func finishedRuns(n int) string {
+	switch n {
+	case 0:
+		return "no run had finished"
+	case 1:
+		return "printed the 1 finished run"
+	}
+	return fmt.Sprintf("printed the %d finished runs", n)
+}
+
+// rttLength says how long a round-trip row runs: "100000 round trips".
+func rttLength(rs rttSpec) string {
+	if _, rounds, err := rs.check(); err == nil {
+		return fmt.Sprintf("%d round trips", rounds)
+	}
+	return "round trips"
 }
 
 // rowKey tells the comparison's rows apart.

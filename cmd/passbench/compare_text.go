@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // writeCompareText prints the default comparison: each row's median and
@@ -16,6 +17,9 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 	}
 	fmt.Fprintf(w, "passbench: the shmkit ring (and deque) against other ways to pass %d-byte messages between processes\n", payload)
 	writeHeader(w, rep.Envelope)
+	if rep.Interrupted != nil {
+		fmt.Fprintln(w, rep.Interrupted.describe(len(rep.AllRuns)))
+	}
 	fmt.Fprintf(w, "runs:      every row %d times, the rows taking turns; msgs/s and p50 are the median [min – max] of the runs,\n"+
 		"           other latencies those of the median run, ratios the median of the ratios of runs in the same turn\n", rep.Repeat)
 
@@ -24,7 +28,9 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nround trip: one message there and back")
-	if err := writeCompareRTT(w, rep); err != nil {
+	if rep.Interrupted != nil && !slices.ContainsFunc(rep.Rows, func(r CompareRow) bool { return r.Kind == kindRTT }) {
+		fmt.Fprintln(w, "  none measured before the interruption")
+	} else if err := writeCompareRTT(w, rep); err != nil {
 		return err
 	}
 	if rep.Hogs > 0 {
@@ -42,7 +48,17 @@ func writeCompareText(w io.Writer, rep CompareReport) error {
 		fmt.Fprintln(w, "  - "+v)
 	}
 	fmt.Fprintln(w, "\n"+rep.CPU.describe())
+	if rep.Interrupted != nil {
+		fmt.Fprintln(w, rep.Interrupted.describe(len(rep.AllRuns)))
+	}
 	return nil
+}
+
+// describe is the line that heads and ends the text of an interrupted
+// comparison.
+func (in *Interruption) describe(finished int) string {
+	return fmt.Sprintf("INTERRUPTED (%s) in round %d at %s %s: the tables hold only the %s that finished, fewer than asked for",
+		in.Cause, in.Round, in.Kind, in.Row, count(finished, "run"))
 }
 
 // medianRunOf is the representative run of a row.

@@ -302,9 +302,33 @@ func checkPicture(t *testing.T, path, magic string) {
 // median runs, the ratios, the verdict, the table.
 func TestCompare(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "cmp.svg")
-	out, code, err := runApp(t, "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--repeat", "2", "--json", "--plot", plot)
-	if code != 0 {
+	var stdout, stderr bytes.Buffer
+	err := newApp(&stdout, &stderr).RunContext(t.Context(), []string{"passbench",
+		"--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--repeat", "2", "--json", "--plot", plot})
+	if code := cliutil.Code(err); code != 0 {
 		t.Fatalf("exit %d: %v", code, err)
+	}
+	out := stdout.String()
+	// stdout is no terminal: one stage line per run, then where the plot
+	// went.
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	labels := lineupLabels(defaultCompareBatch)
+	if len(lines) != 2*len(labels)+1 {
+		t.Fatalf("%d lines on stderr, want %d:\n%s", len(lines), 2*len(labels)+1, stderr.String())
+	}
+	for i, l := range lines[:2*len(labels)] {
+		kind := kindThroughput
+		length := strconv.Itoa(testMsgs) + " msgs"
+		if i%len(labels) >= len(compareThroughput) {
+			kind, length = kindRTT, "100 round trips"
+		}
+		want := fmt.Sprintf("passbench: run %d/%d, round %d of 2: %s %s (%s)", i+1, 2*len(labels), i/len(labels)+1, kind, labels[i%len(labels)], length)
+		if l != want {
+			t.Errorf("stage line %d: %q, want %q", i+1, l, want)
+		}
+	}
+	if want := "passbench: plot written to " + plot + " (2 panels)"; lines[len(lines)-1] != want {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
 	}
 	var raw struct {
 		Format  string           `json:"format"`

@@ -208,7 +208,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 		return Result{}, err
 	}
 
-	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), s.Messages, s.Duration, f.ctl.progress)
+	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), "msgs", s.Messages, s.Duration, f.ctl.progress)
 	defer stopBar()
 	chaos := s.chaos
 	var plan *chaosPlan
