@@ -245,11 +245,11 @@ func (r *Ring) popBatch(bufs [][]byte, lens []int) (int, error) {
 // head, then takeNext after it), moves the head past the run once, copies
 // every message out, and only then frees their slots.
 func (r *Ring) popRun(bufs [][]byte, lens []int) (int, error) {
-	h, sw, err := r.take(layout.SlotReading, len(bufs[0]))
+	h, taken, err := r.take(layout.SlotReading, len(bufs[0]))
 	if err != nil {
 		return 0, err
 	}
-	lens[0] = int(sw.Length)
+	lens[0] = int(layout.SlotLengthOf(taken))
 	k := 1
 	for most := min(len(bufs), int(r.lay.Capacity)); k < most; k++ {
 		taken, ok := r.takeNext(h+uint64(k), layout.SlotReading, len(bufs[k]))
@@ -361,14 +361,14 @@ func (r *Ring) claimBatch(leases []Lease) (int, error) {
 // claimRun leases a run of messages at consecutive positions, as popRun
 // takes them, and moves the head past the run once.
 func (r *Ring) claimRun(leases []Lease) (int, error) {
-	h, sw, err := r.take(layout.SlotLeased, math.MaxInt)
+	h, taken, err := r.take(layout.SlotLeased, math.MaxInt)
 	if err != nil {
 		return 0, err
 	}
 	// Leases are built in place, as claim builds its own: a helper
 	// returning the Lease, even inlined, made TryClaim+Ack 7 ns slower
 	// (the struct went through the stack twice).
-	leases[0] = Lease{slot: h & r.mask, lap: sw.Lap, data: r.payload(h, sw.Length), Deliveries: int(sw.Deliveries)}
+	leases[0] = Lease{slot: h & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(h, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	k := 1
 	for most := min(len(leases), int(r.lay.Capacity)); k < most; k++ {
 		p := h + uint64(k)

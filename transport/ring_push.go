@@ -44,7 +44,11 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 	// release store, not an XCHG: the locked add on pushed below orders
 	// it before the waiter-flag load that follows (the sleeper's flag
 	// store and slot load are the other half of that handshake).
-	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(t))), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: r.lay.LapOf(t)}.Pack())
+	// The READY word is composed packed (layout/slotword_packed.go): a
+	// SlotWord would go through the stack (docs/bench.md, "The
+	// per-message path").
+	ready := layout.SlotFreeAt(t, r.lay.CapShift) | layout.SlotLengthBits(uint32(len(msg))) | layout.SlotDeliveryBits(deliveries) | uint64(layout.SlotReady)
+	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(t))), ready)
 	shm.CrashPoint(crashRingPushAfterPublish)
 	r.pushed.Add(1) // also the full barrier before notEmptyW's load
 	if r.notEmptyW.Load() != 0 {
@@ -62,6 +66,20 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 // crash points on either side; a batch after claiming the positions that
 // follow t).
 func (r *Ring) claimTail() (uint64, error) {
+	// The common case, a free slot at the tail's lap, is the first
+	// case of claimTailSlow's loop with the word compared and built
+	// packed; anything else (a CAS lost included) is handled there.
+	t := r.tail.Load()
+	w := r.slotWord(t)
+	free := layout.SlotFreeAt(t, r.lay.CapShift)
+	if w.Load() == free && w.CompareAndSwap(free, free|layout.SlotOwnerBits(r.tab.Self)|uint64(layout.SlotWriting)) {
+		return t, nil
+	}
+	return r.claimTailSlow()
+}
+
+// claimTailSlow is claimTail's state machine in full.
+func (r *Ring) claimTailSlow() (uint64, error) {
 	var burnedHere uint64
 	for {
 		t := r.tail.Load()
