@@ -256,7 +256,13 @@ func (r *Ring) slotWord(i uint64) *atomic.Uint64 { return (*atomic.Uint64)(r.slo
 // again, one compare, so that a caller's mistake cannot reach the next
 // slot.
 func (r *Ring) payload(i uint64, n uint32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(r.slot(i), layout.RingSlotWordSize)), r.lay.PayloadMax())[:n]
+	return payloadAt(r.slot(i), r.lay.PayloadMax(), n)
+}
+
+// payloadAt is payload of the slot at address s (from slot), whose
+// payloads hold max bytes.
+func payloadAt(s unsafe.Pointer, max uint64, n uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(s, layout.RingSlotWordSize)), max)[:n]
 }
 
 // corrupt wraps a bad slot word as an error naming the file and slot.

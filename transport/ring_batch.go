@@ -124,14 +124,9 @@ func (r *Ring) pushRun(msgs [][]byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	me := r.tab.Self
 	k := uint64(1)
 	for most := min(uint64(len(msgs)), r.lay.Capacity); k < most; k++ {
-		p := t + k
-		lap := r.lay.LapOf(p)
-		w := r.slotWord(p)
-		free := layout.SlotWord{Lap: lap}.Pack()
-		if w.Load() != free || !w.CompareAndSwap(free, layout.SlotWord{State: layout.SlotWriting, Owner: me, Lap: lap}.Pack()) {
+		if !r.claimFree(t + k) {
 			break
 		}
 	}

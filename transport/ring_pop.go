@@ -3,7 +3,6 @@ package transport
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -35,11 +34,12 @@ func (r *Ring) pop(buf []byte) (int, error) {
 	shm.CrashPoint(crashRingPopAfterTake)
 	r.head.CompareAndSwap(i, i+1)
 	shm.CrashPoint(crashRingPopAfterAdvance)
-	n := copy(buf, r.payload(i, layout.SlotLengthOf(taken)))
+	s := r.slot(i)
+	n := copy(buf, payloadAt(s, r.lay.PayloadMax(), layout.SlotLengthOf(taken)))
 	shm.CrashPoint(crashRingPopAfterCopy)
 	// A release store (the copy out is done before it); the locked add
 	// on popped orders it before notFullW's load, as in push.
-	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(i))), layout.SlotFreeNextLap(taken))
+	storeRelease((*uint64)(s), layout.SlotFreeNextLap(taken))
 	r.popped.Add(1)
 	if r.notFullW.Load() != 0 {
 		r.wakeProducers()
