@@ -3,6 +3,7 @@ package transport
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -24,9 +25,16 @@ import (
 // instructions of the two calls from the cache-line traffic between cores;
 // loop=claimack is shmkit's push, lease and ack in one goroutine (the bare
 // ring has no leases: its row is the same push and pop as loop=pushpop).
-// The loops are written out once per ring rather than through a func or
-// an interface, so that neither pays for an indirect call the other does
-// not make.
+// ring=bare+rmw is the bare ring with, after each push and each pop, the
+// two locked read-modify-writes on a line of the side's own that
+// shmkit's ring makes and the bare ring does not (a CAS and an add: the
+// tail or head CAS after the slot CAS that stamps the owner, and the
+// pushed or popped add that is also the barrier before the waiter-flag
+// load), and nothing else: what the bare ring would cost with only
+// those, the floor for shmkit's design (docs/bench.md, "The per-message
+// path"). The loops are written out once per ring rather than through a
+// func or an interface, so that neither pays for an indirect call the
+// other does not make.
 
 const (
 	bareSlots    = 1024
@@ -63,8 +71,10 @@ func newBareLoopRing(b *testing.B) *Ring {
 func BenchmarkBareLoop(b *testing.B) {
 	b.Run("loop=spsc/ring=shmkit", benchSPSCShmkit)
 	b.Run("loop=spsc/ring=bare", benchSPSCBare)
+	b.Run("loop=spsc/ring=bare+rmw", benchSPSCBareRMW)
 	b.Run("loop=pushpop/ring=shmkit", benchPushPopShmkit)
 	b.Run("loop=pushpop/ring=bare", benchPushPopBare)
+	b.Run("loop=pushpop/ring=bare+rmw", benchPushPopBareRMW)
 	b.Run("loop=claimack/ring=shmkit", benchClaimAckShmkit)
 	b.Run("loop=claimack/ring=bare", benchPushPopBare)
 }
@@ -149,6 +159,78 @@ func benchSPSCBare(b *testing.B) {
 	}
 	b.StopTimer()
 	wg.Wait()
+}
+
+// rmwLine is a cache line of one side's own, for ring=bare+rmw's locked
+// read-modify-writes (the position word and counter that shmkit's ring
+// keeps on the producers' or the consumers' line).
+type rmwLine struct {
+	pos, count atomic.Uint64
+	_          [48]byte
+}
+
+// rmw makes the two locked read-modify-writes shmkit's ring makes per
+// message beyond the bare ring's: a CAS of a position word and an add.
+func (l *rmwLine) rmw() {
+	p := l.pos.Load()
+	l.pos.CompareAndSwap(p, p+1)
+	l.count.Add(1)
+}
+
+func benchSPSCBareRMW(b *testing.B) {
+	r := newBareRef(b)
+	var prod, cons rmwLine
+	b.ReportAllocs()
+	b.SetBytes(bareMsgLen)
+	n := b.N
+	var wg sync.WaitGroup
+	wg.Add(1)
+	b.ResetTimer()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < n; i++ {
+			for miss := 0; !r.TryPush(bareMsg); miss++ {
+				if miss >= bareSpins {
+					runtime.Gosched()
+					miss = 0
+				}
+			}
+			prod.rmw()
+		}
+	}()
+	buf := make([]byte, bareSlotSize)
+	for i := 0; i < n; i++ {
+		for miss := 0; ; miss++ {
+			if _, ok := r.TryPop(buf); ok {
+				break
+			}
+			if miss >= bareSpins {
+				runtime.Gosched()
+				miss = 0
+			}
+		}
+		cons.rmw()
+	}
+	b.StopTimer()
+	wg.Wait()
+}
+
+func benchPushPopBareRMW(b *testing.B) {
+	r := newBareRef(b)
+	var prod, cons rmwLine
+	buf := make([]byte, bareSlotSize)
+	b.ReportAllocs()
+	b.SetBytes(bareMsgLen)
+	for b.Loop() {
+		if !r.TryPush(bareMsg) {
+			b.Fatal("bare ring full")
+		}
+		prod.rmw()
+		if _, ok := r.TryPop(buf); !ok {
+			b.Fatal("bare ring empty")
+		}
+		cons.rmw()
+	}
 }
 
 func benchPushPopShmkit(b *testing.B) {
