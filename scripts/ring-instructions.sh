@@ -9,7 +9,9 @@
 #
 # N (default 100000) iterations per benchmark. Prints one line per call:
 # the function, how many times it was called, its inclusive instruction
-# count per call (what it and everything it calls executed).
+# count per call (what it and everything it calls executed); then one
+# line per loop (push and pop, or push, claim and ack, in one goroutine):
+# instructions per iteration, the loop's own included.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,13 +35,16 @@ import re, sys
 # ("<" lines, with call counts) and then the function itself ("*" line,
 # inclusive cost). Recursion artefacts (name'2) are folded into the
 # function.
+# Each call is counted under the first of its names that was called: a
+# TryPush or TryPop inlined into its caller leaves the function it calls
+# (pushAs, popAs) as the call callgrind sees.
 want = [
-    ("transport.(*Ring).TryPush", "shmkit TryPush"),
-    ("transport.(*Ring).TryPop", "shmkit TryPop"),
-    ("transport.(*Ring).TryClaim", "shmkit TryClaim"),
-    ("transport.(*Ring).Ack", "shmkit Ack"),
-    ("bareref.(*Ring).TryPush", "bare TryPush"),
-    ("bareref.(*Ring).TryPop", "bare TryPop"),
+    (["transport.(*Ring).TryPush", "transport.(*Ring).pushAs"], "shmkit TryPush"),
+    (["transport.(*Ring).TryPop", "transport.(*Ring).popAs"], "shmkit TryPop"),
+    (["transport.(*Ring).TryClaim"], "shmkit TryClaim"),
+    (["transport.(*Ring).Ack"], "shmkit Ack"),
+    (["bareref.(*Ring).TryPush"], "bare TryPush"),
+    (["bareref.(*Ring).TryPop"], "bare TryPop"),
 ]
 num = lambda s: int(s.replace(",", ""))
 cost, calls, pending = {}, {}, []
@@ -61,7 +66,22 @@ for line in open(sys.argv[1]):
         if m.group(7):
             cost[short] = cost.get(short, 0) + c
         pending = []
-for fn, label in want:
+for names, label in want:
+    fn = next((f for f in names if calls.get(f)), names[0])
     n = calls.get(fn, 0)
-    print(f"{label:16} {n:>9} calls  {cost.get(fn, 0) / n if n else float('nan'):7.1f} instructions/call")
+    print(f"{label:16} {n:>9} calls  {cost.get(fn, 0) / n if n else float('nan'):7.1f} instructions/call  ({fn})")
+
 EOF
+
+# Whole loop iterations, whatever was inlined into them: each loop run for
+# N and for 2N iterations, the difference of the program's totals over N.
+total() {
+	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" \
+		-test.run '^$' -test.bench "BareLoop/$1\$" -test.benchtime="$2x" -test.cpu 1 2>&1 |
+		sed -n 's/.*Collected : //p'
+}
+for loop in loop=pushpop/ring=shmkit loop=pushpop/ring=bare 'loop=pushpop/ring=bare\+rmw' loop=claimack/ring=shmkit; do
+	a="$(total "$loop" "$N")"
+	b="$(total "$loop" "$((2 * N))")"
+	printf '%-28s %7.1f instructions/iteration\n' "${loop//\\/}" "$(echo "($b - $a) / $N" | bc -l)"
+done

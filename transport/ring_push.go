@@ -9,27 +9,33 @@ import (
 
 // TryPush publishes msg if a slot is free, or returns ErrFull. A message
 // larger than MaxPayload is refused with ErrTooLarge, never truncated.
-func (r *Ring) TryPush(msg []byte) error {
-	if r.tab.Self == 0 {
-		return ErrNotAttached
-	}
-	if uint64(len(msg)) > r.lay.PayloadMax() {
-		return r.tooLarge(len(msg))
-	}
-	err := r.push(msg, 0)
-	if err == ErrFull {
-		r.fullHits.Add(1)
-	}
-	return err
-}
+//
+// TryPush is small enough to inline into its caller (it is pushAs): the
+// call it saves is measurable on the per-message path (docs/bench.md).
+func (r *Ring) TryPush(msg []byte) error { return r.pushAs(msg, 0, true) }
 
 func (r *Ring) tooLarge(n int) error {
 	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
 }
 
-// push is the producer's state machine. Every step that can be interrupted
-// by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
-func (r *Ring) push(msg []byte, deliveries uint8) error {
+// push is pushAs for callers that checked the handle and msg's length
+// themselves and count a full ring their own way: Push, and a repair's
+// requeue (deliveries kept). It inlines.
+func (r *Ring) push(msg []byte, deliveries uint8) error { return r.pushAs(msg, deliveries, false) }
+
+// pushAs is the producer's state machine. Every step that can be
+// interrupted by a SIGKILL leaves a slot word that names its owner: see
+// docs/design.md. try is TryPush's part: refuse a detached handle and a
+// message larger than MaxPayload, and count a full ring.
+func (r *Ring) pushAs(msg []byte, deliveries uint8, try bool) error {
+	if try {
+		if r.tab.Self == 0 {
+			return ErrNotAttached
+		}
+		if uint64(len(msg)) > r.lay.PayloadMax() {
+			return r.tooLarge(len(msg))
+		}
+	}
 	// claimTail, written out: claimTail does not inline, claimFree does,
 	// and a call less on every push is measurable (docs/bench.md, "The
 	// per-message path").
@@ -37,6 +43,9 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 	if !r.claimFree(t) {
 		var err error
 		if t, err = r.claimTailSlow(); err != nil {
+			if try && err == ErrFull {
+				r.fullHits.Add(1)
+			}
 			return err
 		}
 	}
