@@ -20,7 +20,8 @@ import (
 //	go test ./transport -run '^$' -bench 'BareLoop' -benchmem -count 10 | benchstat -col /ring -
 //
 // loop=spsc is one producer goroutine and one consumer goroutine spinning
-// on TryPush and TryPop (ns/op is per message through the ring);
+// on TryPush and TryPop (ns/op is per message through the ring; full/msg
+// and empty/msg count the misses per message, see bareIdle);
 // loop=pushpop is one goroutine pushing then popping, which isolates the
 // instructions of the two calls from the cache-line traffic between cores;
 // loop=claimack is shmkit's push, lease and ack in one goroutine (the bare
@@ -40,11 +41,45 @@ const (
 	bareSlots    = 1024
 	bareSlotSize = 64
 	bareMsgLen   = 56
-	// bareSpins is how many misses (full, empty) a loop spins through
-	// before it yields: on two shared cores the other side may not be
-	// running at all.
+	// After a miss (full, empty) a loop pauses barePause register-only
+	// iterations before it tries again, as passbench's poll loop does: a
+	// producer that retries at once at a full ring keeps reading the
+	// very slot the consumer is freeing and takes its line away
+	// (docs/bench.md, "Ring against a channel"). After bareSpins misses
+	// in a row it yields instead: on two shared cores the other side
+	// may not be running at all.
+	barePause = 64
 	bareSpins = 64
 )
+
+// barePauseFor spins n iterations on registers only; not inlined, so the
+// loop is not removed.
+//
+//go:noinline
+func barePauseFor(n int) int {
+	x := 0
+	for i := range n {
+		x += i
+	}
+	return x
+}
+
+// bareIdle is the back-off after the miss-th miss in a row; it returns
+// the next miss count.
+func bareIdle(miss int) int {
+	if miss < bareSpins {
+		barePauseFor(barePause)
+		return miss + 1
+	}
+	runtime.Gosched()
+	return 0
+}
+
+// reportMisses reports the misses per message of a two-goroutine loop.
+func reportMisses(b *testing.B, full, empty int) {
+	b.ReportMetric(float64(full)/float64(b.N), "full/msg")
+	b.ReportMetric(float64(empty)/float64(b.N), "empty/msg")
+}
 
 var bareMsg = make([]byte, bareMsgLen)
 
@@ -84,13 +119,14 @@ func benchSPSCShmkit(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(bareMsgLen)
 	n := b.N
+	full, empty := 0, 0
 	var wg sync.WaitGroup
 	wg.Add(1)
 	b.ResetTimer()
 	go func() {
 		defer wg.Done()
 		for i := 0; i < n; i++ {
-			for miss := 0; ; miss++ {
+			for miss := 0; ; {
 				err := r.TryPush(bareMsg)
 				if err == nil {
 					break
@@ -99,16 +135,14 @@ func benchSPSCShmkit(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				if miss >= bareSpins {
-					runtime.Gosched()
-					miss = 0
-				}
+				full++
+				miss = bareIdle(miss)
 			}
 		}
 	}()
 	buf := make([]byte, bareSlotSize)
 	for i := 0; i < n; i++ {
-		for miss := 0; ; miss++ {
+		for miss := 0; ; {
 			_, err := r.TryPop(buf)
 			if err == nil {
 				break
@@ -116,14 +150,13 @@ func benchSPSCShmkit(b *testing.B) {
 			if err != ErrEmpty {
 				b.Fatal(err)
 			}
-			if miss >= bareSpins {
-				runtime.Gosched()
-				miss = 0
-			}
+			empty++
+			miss = bareIdle(miss)
 		}
 	}
 	b.StopTimer()
 	wg.Wait()
+	reportMisses(b, full, empty)
 }
 
 func benchSPSCBare(b *testing.B) {
@@ -131,34 +164,35 @@ func benchSPSCBare(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(bareMsgLen)
 	n := b.N
+	full, empty := 0, 0
 	var wg sync.WaitGroup
 	wg.Add(1)
 	b.ResetTimer()
 	go func() {
 		defer wg.Done()
 		for i := 0; i < n; i++ {
-			for miss := 0; !r.TryPush(bareMsg); miss++ {
-				if miss >= bareSpins {
-					runtime.Gosched()
-					miss = 0
+			for miss := 0; ; {
+				if r.TryPush(bareMsg) {
+					break
 				}
+				full++
+				miss = bareIdle(miss)
 			}
 		}
 	}()
 	buf := make([]byte, bareSlotSize)
 	for i := 0; i < n; i++ {
-		for miss := 0; ; miss++ {
+		for miss := 0; ; {
 			if _, ok := r.TryPop(buf); ok {
 				break
 			}
-			if miss >= bareSpins {
-				runtime.Gosched()
-				miss = 0
-			}
+			empty++
+			miss = bareIdle(miss)
 		}
 	}
 	b.StopTimer()
 	wg.Wait()
+	reportMisses(b, full, empty)
 }
 
 // rmwLine is a cache line of one side's own, for ring=bare+rmw's locked
@@ -183,36 +217,37 @@ func benchSPSCBareRMW(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(bareMsgLen)
 	n := b.N
+	full, empty := 0, 0
 	var wg sync.WaitGroup
 	wg.Add(1)
 	b.ResetTimer()
 	go func() {
 		defer wg.Done()
 		for i := 0; i < n; i++ {
-			for miss := 0; !r.TryPush(bareMsg); miss++ {
-				if miss >= bareSpins {
-					runtime.Gosched()
-					miss = 0
+			for miss := 0; ; {
+				if r.TryPush(bareMsg) {
+					break
 				}
+				full++
+				miss = bareIdle(miss)
 			}
 			prod.rmw()
 		}
 	}()
 	buf := make([]byte, bareSlotSize)
 	for i := 0; i < n; i++ {
-		for miss := 0; ; miss++ {
+		for miss := 0; ; {
 			if _, ok := r.TryPop(buf); ok {
 				break
 			}
-			if miss >= bareSpins {
-				runtime.Gosched()
-				miss = 0
-			}
+			empty++
+			miss = bareIdle(miss)
 		}
 		cons.rmw()
 	}
 	b.StopTimer()
 	wg.Wait()
+	reportMisses(b, full, empty)
 }
 
 func benchPushPopBareRMW(b *testing.B) {
