@@ -251,7 +251,7 @@ func (r *Ring) popRun(bufs [][]byte, lens []int) (int, error) {
 		if !ok {
 			break
 		}
-		lens[k] = int(taken.Length)
+		lens[k] = int(layout.SlotLengthOf(taken))
 	}
 	shm.CrashPoint(crashRingPopBatchAfterTake)
 	advance(r.head, h, h+uint64(k))
@@ -281,17 +281,18 @@ func (r *Ring) popRun(bufs [][]byte, lens []int) (int, error) {
 // position not published yet, taken by another consumer, poison to set
 // aside, a message that does not fit, a word that does not validate): the
 // next run starts at the head with take, which deals with each.
-func (r *Ring) takeNext(p uint64, state layout.SlotState, room int) (layout.SlotWord, bool) {
-	lap := r.lay.LapOf(p)
+func (r *Ring) takeNext(p uint64, state layout.SlotState, room int) (uint64, bool) {
+	// The test and the new word are take's common case, packed.
 	w := r.slotWord(p)
 	raw := w.Load()
-	sw := layout.UnpackSlot(raw)
-	if sw.State != layout.SlotReady || sw.Lap != lap || sw.Owner != 0 || uint64(sw.Length) > r.lay.PayloadMax() ||
-		uint32(sw.Deliveries) >= r.lay.DeliveryLimit || int(sw.Length) > room {
-		return sw, false
+	if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) != layout.SlotFreeAt(p, r.lay.CapShift)|uint64(layout.SlotReady) {
+		return 0, false
 	}
-	taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: r.tab.Self, Length: sw.Length, Lap: lap}
-	return taken, w.CompareAndSwap(raw, taken.Pack())
+	if n := layout.SlotLengthOf(raw); uint64(n) > r.lay.PayloadMax() || uint32(layout.SlotDeliveriesOf(raw)) >= r.lay.DeliveryLimit || int(n) > room {
+		return 0, false
+	}
+	taken := takenWord(raw, state, r.tab.Self)
+	return taken, w.CompareAndSwap(raw, taken)
 }
 
 // TryClaimBatch leases the next messages into leases, as many as are
@@ -371,7 +372,7 @@ func (r *Ring) claimRun(leases []Lease) (int, error) {
 		if !ok {
 			break
 		}
-		leases[k] = Lease{slot: p & r.mask, lap: taken.Lap, data: r.payload(p, taken.Length), Deliveries: int(taken.Deliveries)}
+		leases[k] = Lease{slot: p & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(p, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	}
 	shm.CrashPoint(crashRingClaimBatchAfterTake)
 	advance(r.head, h, h+uint64(k))

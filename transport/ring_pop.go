@@ -222,8 +222,8 @@ func (r *Ring) takeSlow(state layout.SlotState, room int) (uint64, uint64, error
 		d := layout.LapDiff(sw.Lap, lap)
 		switch {
 		case d == 0 && sw.State == layout.SlotReady:
-			// What Validate checks of a READY word, inline: this is the
-			// hot path, and the call spills the word to the stack.
+			// What Validate checks of a READY word, inline, as take's
+			// common case checks it.
 			if sw.Owner != 0 || uint64(sw.Length) > r.lay.PayloadMax() {
 				return 0, raw, r.corrupt(h, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
