@@ -33,9 +33,11 @@ import (
 // pushed or popped add that is also the barrier before the waiter-flag
 // load), and nothing else: what the bare ring would cost with only
 // those, the floor for shmkit's design (docs/bench.md, "The per-message
-// path"). The loops are written out once per ring rather than through a
-// func or an interface, so that neither pays for an indirect call the
-// other does not make.
+// path"). The rings' calls are written out in each loop rather than
+// reached through a func or an interface, so that no ring pays for an
+// indirect call another does not make (the one-goroutine loops' bodies
+// run through cpuLoop's closure, one indirect call per iteration for
+// every ring alike).
 
 const (
 	bareSlots    = 1024
