@@ -50,6 +50,12 @@ type Ring struct {
 	lay        layout.RingLayout
 	area       shm.Words // the ring's area: reg.Bytes()[header size:]
 	mask       uint64
+	// slots is slot 0's address in the mapping (&area[SlotsOff]): slot
+	// and payload address slots from it without a bounds check, since
+	// a position masked by mask always falls inside the area, which
+	// viewRegion checked holds every slot (and which stays mapped, at
+	// that size, until Close).
+	slots unsafe.Pointer
 
 	tail, head               *atomic.Uint64
 	pushed, popped           *atomic.Uint64
@@ -144,6 +150,7 @@ func viewRegion(reg *shm.Region) (*Ring, error) {
 	if uintptr(unsafe.Pointer(&r.area[0]))%layout.CacheLine != 0 {
 		return nil, fmt.Errorf("%w: %s: ring area not cache-line aligned", ErrCorrupt, reg.Path())
 	}
+	r.slots = unsafe.Pointer(&r.area[lay.SlotsOff])
 	r.tail, r.pushed, r.fullHits, r.burned = u64(layout.RingOffTail), u64(layout.RingOffPushed), u64(layout.RingOffFullHits), u64(layout.RingOffBurned)
 	r.head, r.popped, r.emptyHits = u64(layout.RingOffHead), u64(layout.RingOffPopped), u64(layout.RingOffEmptyHits)
 	r.deferred = u64(layout.RingOffDeferred)
@@ -233,17 +240,29 @@ func (r *Ring) Counters() Counters {
 	}
 }
 
-// slotWord returns the atomic word of slot i. i is always a local value
-// masked by the capacity, never an index read from the mapping.
-func (r *Ring) slotWord(i uint64) *atomic.Uint64 {
-	return r.area.U64(r.lay.SlotOff(i & r.mask))
+// slot returns the address of slot i (of position i: it is masked by the
+// capacity, so it is inside the area whatever i is). i is always a local
+// value, never an index read from the mapping.
+func (r *Ring) slot(i uint64) unsafe.Pointer {
+	return unsafe.Add(r.slots, (i&r.mask)*r.lay.SlotSize)
 }
 
-// payload returns slot i's payload bytes [0, n); n is validated by callers
-// against MaxPayload before use.
+// slotWord returns the atomic word of slot i (see slot).
+func (r *Ring) slotWord(i uint64) *atomic.Uint64 { return (*atomic.Uint64)(r.slot(i)) }
+
+// payload returns slot i's payload bytes [0, n), with room up to
+// MaxPayload. Callers validate n against MaxPayload before use (a length
+// read from the mapping, as take does); the slice expression checks it
+// again, one compare, so that a caller's mistake cannot reach the next
+// slot.
 func (r *Ring) payload(i uint64, n uint32) []byte {
-	off := r.lay.SlotOff(i&r.mask) + layout.RingSlotWordSize
-	return r.area[off : off+uint64(n) : off+r.lay.PayloadMax()]
+	return payloadAt(r.slot(i), r.lay.PayloadMax(), n)
+}
+
+// payloadAt is payload of the slot at address s (from slot), whose
+// payloads hold max bytes.
+func payloadAt(s unsafe.Pointer, max uint64, n uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(s, layout.RingSlotWordSize)), max)[:n]
 }
 
 // corrupt wraps a bad slot word as an error naming the file and slot.

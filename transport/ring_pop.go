@@ -3,7 +3,6 @@ package transport
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -16,30 +15,37 @@ import (
 // it has returned nobody will deliver it again (use Claim for that).
 // A buf shorter than the next message gets ErrShortBuffer and the message
 // stays in the ring; a buf of MaxPayload bytes always suffices.
-func (r *Ring) TryPop(buf []byte) (int, error) {
-	n, err := r.pop(buf)
-	if err == ErrEmpty {
-		r.emptyHits.Add(1)
-	}
-	return n, err
-}
+//
+// TryPop is small enough to inline into its caller (it is popAs): the
+// call it saves is measurable on the per-message path (docs/bench.md).
+func (r *Ring) TryPop(buf []byte) (int, error) { return r.popAs(buf, true) }
 
-func (r *Ring) pop(buf []byte) (int, error) {
+// pop is TryPop without counting an empty ring (Pop counts its waits
+// itself). It inlines.
+func (r *Ring) pop(buf []byte) (int, error) { return r.popAs(buf, false) }
+
+// popAs is the plain consumer's state machine; try counts an empty ring
+// (TryPop's part).
+func (r *Ring) popAs(buf []byte, try bool) (int, error) {
 	if r.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
-	i, sw, err := r.take(layout.SlotReading, len(buf))
+	i, taken, err := r.take(layout.SlotReading, len(buf))
 	if err != nil {
+		if try && err == ErrEmpty {
+			r.emptyHits.Add(1)
+		}
 		return 0, err
 	}
 	shm.CrashPoint(crashRingPopAfterTake)
 	r.head.CompareAndSwap(i, i+1)
 	shm.CrashPoint(crashRingPopAfterAdvance)
-	n := copy(buf, r.payload(i, sw.Length))
+	s := r.slot(i)
+	n := copy(buf, payloadAt(s, r.lay.PayloadMax(), layout.SlotLengthOf(taken)))
 	shm.CrashPoint(crashRingPopAfterCopy)
 	// A release store (the copy out is done before it); the locked add
 	// on popped orders it before notFullW's load, as in push.
-	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(i))), layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack())
+	storeRelease((*uint64)(s), layout.SlotFreeNextLap(taken))
 	r.popped.Add(1)
 	if r.notFullW.Load() != 0 {
 		r.wakeProducers()
@@ -51,26 +57,47 @@ func (r *Ring) pop(buf []byte) (int, error) {
 // delivered DeliveryLimit times is set aside as poison instead and the next
 // one is tried.
 func (r *Ring) TryClaim() (Lease, error) {
-	l, err := r.claim()
-	if err == ErrEmpty {
-		r.emptyHits.Add(1)
+	i, taken, err := r.claimAt()
+	if err != nil {
+		if err == ErrEmpty {
+			r.emptyHits.Add(1)
+		}
+		return Lease{}, err
 	}
-	return l, err
+	// The Lease is built in the return statement, here and in claim:
+	// a Lease (48 bytes) is too big for the compiler to keep in
+	// registers, and one returned by claim and returned again went
+	// through the stack, stored field by field and copied in 16-byte
+	// moves (a store-forwarding stall on every claim); so did one
+	// built by a helper, even inlined.
+	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
 }
 
+// claim is TryClaim without counting an empty ring (Claim counts its
+// waits itself).
 func (r *Ring) claim() (Lease, error) {
-	if r.tab.Self == 0 {
-		return Lease{}, ErrNotAttached
-	}
-	i, sw, err := r.take(layout.SlotLeased, math.MaxInt)
+	i, taken, err := r.claimAt()
 	if err != nil {
 		return Lease{}, err
+	}
+	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
+}
+
+// claimAt is the claim's state machine: it leases the message at the
+// head and returns its position and its LEASED word (packed).
+func (r *Ring) claimAt() (uint64, uint64, error) {
+	if r.tab.Self == 0 {
+		return 0, 0, ErrNotAttached
+	}
+	i, taken, err := r.take(layout.SlotLeased, math.MaxInt)
+	if err != nil {
+		return 0, 0, err
 	}
 	shm.CrashPoint(crashRingClaimAfterTake)
 	r.head.CompareAndSwap(i, i+1)
 	shm.CrashPoint(crashRingClaimAfterAdvance)
 	r.claimed.Add(1)
-	return Lease{slot: i & r.mask, lap: sw.Lap, data: r.payload(i, sw.Length), Deliveries: int(sw.Deliveries)}, nil
+	return i, taken, nil
 }
 
 // Ack releases a lease: the message is done with and its slot is free.
@@ -95,19 +122,26 @@ func (r *Ring) ack(l *Lease) error {
 		return fmt.Errorf("%w: %s: not a lease from Claim", ErrLeaseLost, r.Path())
 	}
 	w := r.slotWord(l.slot)
+	held := layout.SlotOwnerBits(r.tab.Self) | uint64(layout.SlotLeased)
 	for {
 		raw := w.Load()
-		sw := layout.UnpackSlot(raw)
-		if sw.State != layout.SlotLeased || sw.Owner != r.tab.Self {
-			return fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, r.Path(), l.slot, sw.State, int(sw.Owner)-1)
+		if raw&(layout.SlotOwnerField|layout.SlotStateField) != held {
+			return r.leaseLost(l.slot, raw)
 		}
 		shm.CrashPoint(crashRingAckBeforeFree)
 		// The lap has moved on by however many positions producers
 		// burned while the lease was held; free the slot for the next.
-		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
+		if w.CompareAndSwap(raw, layout.SlotFreeNextLap(raw)) {
 			return nil
 		}
 	}
+}
+
+// leaseLost is ack's error for a slot word raw that no longer holds this
+// handle's lease.
+func (r *Ring) leaseLost(slot, raw uint64) error {
+	sw := layout.UnpackSlot(raw)
+	return fmt.Errorf("%w: %s: slot %d is %s by participant %d", ErrLeaseLost, r.Path(), slot, sw.State, int(sw.Owner)-1)
 }
 
 // Release gives a lease back without processing it: the message is queued
@@ -145,11 +179,40 @@ func (r *Ring) Release(l Lease) error {
 }
 
 // take moves the message at the head into state (reading or leased), owned
-// by this participant, and returns its position and new word. Messages
-// already delivered DeliveryLimit times are poisoned on the way. The head
-// is not moved past the position: the caller does that (a single pop or
-// claim at once; a batch after taking the positions that follow).
-func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, error) {
+// by this participant, and returns its position and new word (packed).
+// Messages already delivered DeliveryLimit times are poisoned on the way.
+// The head is not moved past the position: the caller does that (a single
+// pop or claim at once; a batch after taking the positions that follow).
+// A returned error comes with the word that caused it.
+func (r *Ring) take(state layout.SlotState, room int) (uint64, uint64, error) {
+	// The common case, a valid READY word at the head's lap that may be
+	// taken, is the first case of takeSlow's loop with the word tested
+	// and built packed (its state, owner and lap in one compare: READY
+	// at this lap with no owner); anything else (a CAS lost included) is
+	// handled there.
+	h := r.head.Load()
+	w := r.slotWord(h)
+	raw := w.Load()
+	if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) == layout.SlotFreeAt(h, r.lay.CapShift)|uint64(layout.SlotReady) {
+		if n := layout.SlotLengthOf(raw); uint64(n) <= r.lay.PayloadMax() && uint32(layout.SlotDeliveriesOf(raw)) < r.lay.DeliveryLimit && int(n) <= room {
+			if taken := takenWord(raw, state, r.tab.Self); w.CompareAndSwap(raw, taken) {
+				return h, taken, nil
+			}
+		}
+	}
+	return r.takeSlow(state, room)
+}
+
+// takenWord is READY word raw taken into state by owner, one delivery
+// more: READY(L, d) -> state(L, owner, d+1). raw has no owner, and fewer
+// deliveries than the limit (at most RingMaxDeliveryLimit), so the fields
+// are added without carrying into each other.
+func takenWord(raw uint64, state layout.SlotState, owner uint16) uint64 {
+	return raw - uint64(layout.SlotReady) + uint64(state) + layout.SlotDeliveryOne + layout.SlotOwnerBits(owner)
+}
+
+// takeSlow is take's state machine in full.
+func (r *Ring) takeSlow(state layout.SlotState, room int) (uint64, uint64, error) {
 	for {
 		h := r.head.Load()
 		lap := r.lay.LapOf(h)
@@ -159,20 +222,20 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 		d := layout.LapDiff(sw.Lap, lap)
 		switch {
 		case d == 0 && sw.State == layout.SlotReady:
-			// What Validate checks of a READY word, inline: this is the
-			// hot path, and the call spills the word to the stack.
+			// What Validate checks of a READY word, inline, as take's
+			// common case checks it.
 			if sw.Owner != 0 || uint64(sw.Length) > r.lay.PayloadMax() {
-				return 0, sw, r.corrupt(h, raw, sw.Validate(&r.lay.SlotGeometry))
+				return 0, raw, r.corrupt(h, raw, sw.Validate(&r.lay.SlotGeometry))
 			}
 			if uint32(sw.Deliveries) >= r.lay.DeliveryLimit {
 				r.poison(h, w, raw, sw)
 				continue
 			}
 			if int(sw.Length) > room {
-				return 0, sw, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, r.Path(), sw.Length, room)
+				return 0, raw, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, r.Path(), sw.Length, room)
 			}
-			taken := layout.SlotWord{State: state, Deliveries: sw.Deliveries + 1, Owner: r.tab.Self, Length: sw.Length, Lap: lap}
-			if !w.CompareAndSwap(raw, taken.Pack()) {
+			taken := takenWord(raw, state, r.tab.Self)
+			if !w.CompareAndSwap(raw, taken) {
 				continue
 			}
 			return h, taken, nil
@@ -184,7 +247,7 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 				if r.requeueDeferred() {
 					continue
 				}
-				return 0, sw, ErrEmpty
+				return 0, raw, ErrEmpty
 			}
 
 		case d == 0 || d == 1 || d == 2:
@@ -200,12 +263,12 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, layout.SlotWord, 
 				if r.requeueDeferred() {
 					continue
 				}
-				return 0, sw, ErrEmpty
+				return 0, raw, ErrEmpty
 			}
 
 		default:
 			if r.head.Load() == h {
-				return 0, sw, r.corrupt(h, raw, fmt.Errorf("%s slot at lap %d seen from head %d (lap %d)", sw.State, sw.Lap, h, lap))
+				return 0, raw, r.corrupt(h, raw, fmt.Errorf("%s slot at lap %d seen from head %d (lap %d)", sw.State, sw.Lap, h, lap))
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -10,41 +9,63 @@ import (
 
 // TryPush publishes msg if a slot is free, or returns ErrFull. A message
 // larger than MaxPayload is refused with ErrTooLarge, never truncated.
-func (r *Ring) TryPush(msg []byte) error {
-	if r.tab.Self == 0 {
-		return ErrNotAttached
-	}
-	if uint64(len(msg)) > r.lay.PayloadMax() {
-		return r.tooLarge(len(msg))
-	}
-	err := r.push(msg, 0)
-	if err == ErrFull {
-		r.fullHits.Add(1)
-	}
-	return err
-}
+//
+// TryPush is small enough to inline into its caller (it is pushAs): the
+// call it saves is measurable on the per-message path (docs/bench.md).
+func (r *Ring) TryPush(msg []byte) error { return r.pushAs(msg, 0, true) }
 
 func (r *Ring) tooLarge(n int) error {
 	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
 }
 
-// push is the producer's state machine. Every step that can be interrupted
-// by a SIGKILL leaves a slot word that names its owner: see docs/design.md.
-func (r *Ring) push(msg []byte, deliveries uint8) error {
-	t, err := r.claimTail()
-	if err != nil {
-		return err
+// push is pushAs for callers that checked the handle and msg's length
+// themselves and count a full ring their own way: Push, and a repair's
+// requeue (deliveries kept). It inlines.
+func (r *Ring) push(msg []byte, deliveries uint8) error { return r.pushAs(msg, deliveries, false) }
+
+// pushAs is the producer's state machine. Every step that can be
+// interrupted by a SIGKILL leaves a slot word that names its owner: see
+// docs/design.md. try is TryPush's part: refuse a detached handle and a
+// message larger than MaxPayload, and count a full ring.
+func (r *Ring) pushAs(msg []byte, deliveries uint8, try bool) error {
+	if try {
+		if r.tab.Self == 0 {
+			return ErrNotAttached
+		}
+		if uint64(len(msg)) > r.lay.PayloadMax() {
+			return r.tooLarge(len(msg))
+		}
+	}
+	// claimTail, written out: claimTail does not inline, claimFree does,
+	// and a call less on every push is measurable (docs/bench.md, "The
+	// per-message path").
+	t := r.tail.Load()
+	if !r.claimFree(t) {
+		var err error
+		if t, err = r.claimTailSlow(); err != nil {
+			if try && err == ErrFull {
+				r.fullHits.Add(1)
+			}
+			return err
+		}
 	}
 	shm.CrashPoint(crashRingPushAfterClaim)
 	r.tail.CompareAndSwap(t, t+1)
 	shm.CrashPoint(crashRingPushAfterAdvance)
-	copy(r.payload(t, uint32(len(msg))), msg)
+	s := r.slot(t)
+	// msg fits: TryPush and Push check it against MaxPayload, a repair
+	// pushes a validated length (payload checks it once more).
+	copy(payloadAt(s, r.lay.PayloadMax(), uint32(len(msg))), msg)
 	shm.CrashPoint(crashRingPushAfterWrite)
 	// Release: the payload is visible before the READY word is. A
 	// release store, not an XCHG: the locked add on pushed below orders
 	// it before the waiter-flag load that follows (the sleeper's flag
 	// store and slot load are the other half of that handshake).
-	storeRelease((*uint64)(unsafe.Pointer(r.slotWord(t))), layout.SlotWord{State: layout.SlotReady, Deliveries: deliveries, Length: uint32(len(msg)), Lap: r.lay.LapOf(t)}.Pack())
+	// The READY word is composed packed (layout/slotword_packed.go): a
+	// SlotWord would go through the stack (docs/bench.md, "The
+	// per-message path").
+	ready := layout.SlotFreeAt(t, r.lay.CapShift) | layout.SlotLengthBits(uint32(len(msg))) | layout.SlotDeliveryBits(deliveries) | uint64(layout.SlotReady)
+	storeRelease((*uint64)(s), ready)
 	shm.CrashPoint(crashRingPushAfterPublish)
 	r.pushed.Add(1) // also the full barrier before notEmptyW's load
 	if r.notEmptyW.Load() != 0 {
@@ -62,6 +83,27 @@ func (r *Ring) push(msg []byte, deliveries uint8) error {
 // crash points on either side; a batch after claiming the positions that
 // follow t).
 func (r *Ring) claimTail() (uint64, error) {
+	// The common case, a free slot at the tail's lap, is the first
+	// case of claimTailSlow's loop, made by claimFree; anything else (a
+	// CAS lost included) is handled there.
+	if t := r.tail.Load(); r.claimFree(t) {
+		return t, nil
+	}
+	return r.claimTailSlow()
+}
+
+// claimFree takes position p for this handle if its slot is exactly FREE
+// at p's lap (FREE(L) -> WRITING(L, me)), the word compared and built
+// packed. Any other word, or a CAS lost, reports false and changes
+// nothing.
+func (r *Ring) claimFree(p uint64) bool {
+	w := r.slotWord(p)
+	free := layout.SlotFreeAt(p, r.lay.CapShift)
+	return w.Load() == free && w.CompareAndSwap(free, free|layout.SlotOwnerBits(r.tab.Self)|uint64(layout.SlotWriting))
+}
+
+// claimTailSlow is claimTail's state machine in full.
+func (r *Ring) claimTailSlow() (uint64, error) {
 	var burnedHere uint64
 	for {
 		t := r.tail.Load()
