@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, a cgo-free build, the tests under
-# the race detector, then every fuzz target for FUZZTIME (default 10s) each.
-# Runs from any directory; needs only Go (modules come through the proxy).
+# the race detector, the Spin models, then every fuzz target for FUZZTIME (default 10s) each.
+# Runs from any directory; needs Go (modules come through the proxy), gcc,
+# and Spin, which models/check.sh installs with apt-get when it is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,7 +11,7 @@ started=$SECONDS
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "1/5 gofmt -l ."
+step "1/6 gofmt -l ."
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then
 	echo "these files are not gofmt-formatted (run gofmt -w on them):"
@@ -19,16 +20,19 @@ if [[ -n "$unformatted" ]]; then
 fi
 echo "all files formatted"
 
-step "2/5 go vet ./..."
+step "2/6 go vet ./..."
 go vet ./...
 
-step "3/5 CGO_ENABLED=0 go build ./..."
+step "3/6 CGO_ENABLED=0 go build ./..."
 CGO_ENABLED=0 go build ./...
 
-step "4/5 go test -race -count=1 -timeout 20m ./..."
+step "4/6 go test -race -count=1 -timeout 20m ./..."
 go test -race -count=1 -timeout 20m ./...
 
-step "5/5 fuzz targets, $FUZZTIME each"
+step "5/6 models/check.sh (Spin: the ring's protocol with a death at every step; installs spin if missing)"
+./models/check.sh
+
+step "6/6 fuzz targets, $FUZZTIME each"
 mapfile -t pkgs < <(go list ./...)
 fuzzed=0
 for pkg in "${pkgs[@]}"; do
@@ -58,4 +62,4 @@ if ((fuzzed == 0)); then
 fi
 
 echo
-echo "test.sh: all 5 steps passed ($fuzzed fuzz targets for $FUZZTIME each) in $((SECONDS - started))s"
+echo "test.sh: all 6 steps passed ($fuzzed fuzz targets for $FUZZTIME each) in $((SECONDS - started))s"
