@@ -25,7 +25,7 @@ func (e *env) createCommand() *cli.Command {
 			&cli.IntFlag{Name: "leases", Value: 16, Usage: fmt.Sprintf("lease records per slot, 1 to %d", layout.HBMaxLeases)},
 			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"},
 		},
-		Action: run(e.create),
+		Action: e.create,
 	})
 }
 

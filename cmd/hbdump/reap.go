@@ -28,14 +28,13 @@ func (e *env) reapCommand() *cli.Command {
 			"Dead means proven dead: its entry lock is released (in whatever pid namespace it ran).\n" +
 			"Live participants, stale or not, and unknown ones (neither proven alive nor dead) are\n" +
 			"never touched. Exit 0 when every dead participant was reclaimed, 1 otherwise.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			ringFlag("a ring or deque the participants lease from: dead participants' leases are requeued into it (repeatable)"),
 			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.reap/1)"},
 			staleFlag(),
 			cliutil.AllowModeFlag(),
-		},
-		Action: run(e.reap),
+		}, cliutil.FormatFlags("text or json (format hbdump.reap/1)", cliutil.FormatText, cliutil.FormatJSON)...),
+		Action: e.reap,
 	})
 }
 
@@ -134,6 +133,10 @@ func (e *env) reap(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	format, err := cliutil.Format(c)
+	if err != nil {
+		return err
+	}
 	apply := c.Bool("apply")
 	hb, err := e.openTable(path, apply)
 	if err != nil {
@@ -174,7 +177,7 @@ func (e *env) reap(c *cli.Context) error {
 	}
 	n := countOf(rep.Participants, stale)
 
-	if c.Bool("json") {
+	if format == cliutil.FormatJSON {
 		err = cliutil.WriteJSON(e.stdout, reapJSON(hb.Path(), apply, stale.Seconds(), n, actions, outcomes, rep.Problems, rings))
 	} else {
 		err = writeReapText(e.stdout, apply, n, actions, outcomes, rep.Problems, rings)

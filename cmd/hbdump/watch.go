@@ -31,7 +31,7 @@ func (e *env) watchCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Usage: "stop after this many frames (0: until interrupted)"},
 			cliutil.AllowModeFlag(),
 		},
-		Action: run(e.watch),
+		Action: e.watch,
 	})
 }
 

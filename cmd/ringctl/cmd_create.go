@@ -35,12 +35,12 @@ func runCreate(c *cli.Context, path string) error {
 	}
 	r, err := transport.CreateRing(path, cfg, shm.WithMode(mode))
 	if err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	l, _ := ringLayout(path, r.Header())
 	fmt.Fprintf(c.App.Writer, "created %s: %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes, mode %#o\n",
 		path, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, r.Header().FileSize, mode)
-	return fileErr(path, r.Close())
+	return cliutil.FileError(path, r.Close())
 }
 
 func createCommand() *cli.Command {

@@ -98,7 +98,7 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 	}
 	scan := r.Scan()
 	if scan.Fault != nil {
-		return nil, fileErr(path, scan.Fault)
+		return nil, cliutil.FileError(path, scan.Fault)
 	}
 	cs := scan.Counters
 	rep := &inspectReport{
@@ -206,7 +206,7 @@ func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
 		}
 		hb, err := heartbeat.Open(hbPath, opts...)
 		if err != nil {
-			return nil, fileErr(hbPath, err)
+			return nil, cliutil.FileError(hbPath, err)
 		}
 		defer hb.Close()
 		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(true)
@@ -228,7 +228,7 @@ func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
 	}
 	res := newRepairResult(ringRepairRows(rr), notDone)
 	res.Reclaimed = append(res.Reclaimed, reclaimed...)
-	return res, fileErr(path, r.Close())
+	return res, cliutil.FileError(path, r.Close())
 }
 
 // ringRepairRows is what a ring's Repair reported, as repair prints it.

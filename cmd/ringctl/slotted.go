@@ -249,7 +249,7 @@ func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint6
 		sj := slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
 			wordJSON: newWordJSON(s.Word.State.String(), problemName(s.Problem), s.Raw, s.Owner,
 				s.Owner >= 0 && uint64(s.Owner) < l.Entries, s.OwnerID.PID, s.Alive),
-			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: strip(s.Err)}
+			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: cliutil.StripPrefixes(s.Err)}
 		if sj.OwnerAlive != nil {
 			sj.ownerWhere = otherWhere(peers, s.Owner)
 		}
