@@ -137,6 +137,21 @@ var goldenCases = []struct {
 		{"check", "./shared.hb"},
 		{"check", "./shared.hb", "--allow-mode", "0640"},
 		{"check", "./shared.hb", "--allow-mode", "999"},
+		// The one grammar (issue 18): --json before or after PATH, and
+		// before the command; flags a command does not have refused, not
+		// ignored; flags quoted as typed; bad values said.
+		{"check", "--json", "./healthy.hb"},
+		{"check", "./healthy.hb", "--json"},
+		{"--json", "check", "./healthy.hb"},
+		{"check", "./healthy.hb", "--json", "--format", "prometheus"},
+		{"reap", "./healthy.hb", "--all"},
+		{"watch", "./healthy.hb", "--json"},
+		{"./healthy.hb", "-nope"},
+		{"check", "./healthy.hb", "--stale", "5"},
+		{"create", "./neg.hb", "--capacity", "-8"},
+		{"help", "frobnicate"},
+		// One wording: a short text file is not a shmkit file.
+		{"./notes.txt"},
 	}},
 }
 
@@ -156,6 +171,9 @@ func TestGolden(t *testing.T) {
 				copyFixture(t, dir, "healthy.hb")
 			case "usage":
 				copyFixture(t, dir, "healthy.hb")
+				if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			case "deque.hb":
 				copyFixture(t, dir, dequeFixture)
 				copyFixture(t, dir, gc.fixture)

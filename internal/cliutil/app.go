@@ -21,6 +21,9 @@ func init() {
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprint(c.App.Writer, VersionText(c.App.Name)) }
 }
 
+// helpVersionBlock is the VERSION section of urfave/cli's app help.
+const helpVersionBlock = "{{if .Version}}{{if not .HideVersion}}\n\nVERSION:\n   {{.Version}}{{end}}{{end}}"
+
 // prepared marks an app Prepare has set up, in its Metadata.
 const prepared = "cliutil.prepared"
 
@@ -38,6 +41,9 @@ func Prepare(app *cli.App) {
 	if app.CustomAppHelpTemplate == "" {
 		app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + ExitCodesHelp + "\n"
 	}
+	// The version is --version's, not the help's: help texts (and their
+	// goldens) stay the same from one build to the next.
+	app.CustomAppHelpTemplate = strings.ReplaceAll(app.CustomAppHelpTemplate, helpVersionBlock, "")
 	app.OnUsageError = usageError
 	app.Action = noArguments(app.Action)
 	app.Before = beforeAll(checkOutputFlags, app.Before)

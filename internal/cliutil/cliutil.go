@@ -137,17 +137,18 @@ func Run(app *cli.App, args []string, stderr io.Writer) (code int) {
 	var fe *flagError
 	if errors.As(err, &fe) || (code == ExitProblems && isUsageMessage(err)) {
 		code = ExitUsage
-		flags, name := app.Flags, ""
+		flags := app.Flags
 		if leaf != nil {
-			flags, name = leaf.Flags, leaf.Name
+			flags = leaf.Flags
 		}
 		if len(args) > 0 {
 			args = args[1:]
 		}
-		msg = reword(msg, flags, args)
-		if name != "" && !strings.HasPrefix(msg, name+": ") {
-			msg = name + ": " + msg
-		}
+		msg = reword(app.Name, msg, flags, args)
+	}
+	// A usage error names the command it is about, in every tool.
+	if code == ExitUsage && leaf != nil && !strings.HasPrefix(msg, leaf.Name+": ") {
+		msg = leaf.Name + ": " + msg
 	}
 	if msg != "" {
 		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)

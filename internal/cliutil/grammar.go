@@ -96,6 +96,31 @@ func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 		}
 		levels[at] = append(levels[at], f.words...)
 	}
+	// A last flag that wants a value and has none must stay last, where
+	// the flag package says so ("--stale needs a value"), rather than
+	// take an argument for its value.
+	if n := len(flags); n > 0 && len(flags[n-1].words) == 1 {
+		last := flags[n-1].words[0]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(last, "-"), "=")
+		if !hasValue && takesValue(app, path, name) && rest[len(rest)-1] == last {
+			out := []string{args[0]}
+			out = append(out, levels[0]...)
+			for i, cmd := range path {
+				out = append(out, cmd.Name)
+				out = append(out, levels[i+1]...)
+			}
+			return out, leafOf(path)
+		}
+	}
+	// --help anywhere shows the help of the command typed: urfave/cli
+	// would take an argument after it for a help topic.
+	if slices.ContainsFunc(levels[len(path)], func(a string) bool { return a == "--help" || a == "-h" }) {
+		out := []string{args[0]}
+		for _, cmd := range path {
+			out = append(out, cmd.Name)
+		}
+		return append(out, "--help"), leafOf(path)
+	}
 	out := []string{args[0]}
 	out = append(out, levels[0]...)
 	for i, cmd := range path {
@@ -109,11 +134,14 @@ func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 	if complete {
 		out = append(out, completeFlag)
 	}
-	var leaf *cli.Command
-	if len(path) > 0 {
-		leaf = path[len(path)-1]
+	return out, leafOf(path)
+}
+
+func leafOf(path []*cli.Command) *cli.Command {
+	if len(path) == 0 {
+		return nil
 	}
-	return out, leaf
+	return path[len(path)-1]
 }
 
 // isFlagWord reports whether a looks like a flag ("-" alone is an
@@ -203,13 +231,18 @@ var (
 	reInvalid   = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]+): (.*)$`)
 	reNoValue   = regexp.MustCompile(`^flag needs an argument: -+(.+)$`)
 	reRequired  = regexp.MustCompile(`^Required flags? "(.+)" not set$`)
+	reNoTopic   = regexp.MustCompile(`^No help topic for '(.*)'$`)
 )
 
 // reword says what is wrong with a command line, quoting each flag as
 // typed ("--json", not the flag package's "-json"), and for a bad value
 // what the flag wants ("--capacity -8: must not be negative", not "parse
-// error"). flags are the running command's; typed, the arguments.
-func reword(msg string, flags []cli.Flag, typed []string) string {
+// error"). flags are the running command's; typed, the arguments; tool,
+// the tool's name.
+func reword(tool, msg string, flags []cli.Flag, typed []string) string {
+	if m := reNoTopic.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("no command %q (see %s help)", m[1], tool)
+	}
 	if m := reUndefined.FindStringSubmatch(msg); m != nil {
 		return "unknown flag " + spelled(m[1], typed)
 	}
