@@ -204,6 +204,7 @@ type ring struct {
 	Kind     string // "ring" or "deque"
 	ID       uint64
 	Capacity uint64
+	Found    bool             // not given with --ring: found by its id (findQueues)
 	rh       *transport.Ring  // a ring's handle
 	dh       *transport.Deque // a deque's handle
 }
@@ -232,10 +233,15 @@ func (e *env) openRings(names []string, attach bool) (*ringSet, error) {
 			x.close()
 			continue
 		}
-		rs.list = append(rs.list, x)
-		rs.byID[x.ID] = x
+		rs.add(x)
 	}
 	return rs, nil
+}
+
+// add adds a ring not in the set.
+func (rs *ringSet) add(x *ring) {
+	rs.list = append(rs.list, x)
+	rs.byID[x.ID] = x
 }
 
 // openRing opens one --ring after reading its kind from the header

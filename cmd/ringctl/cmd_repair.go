@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -256,18 +255,9 @@ func backupFirst(c *cli.Context, path string, rep *repairReport) error {
 	if c.Bool("no-backup") {
 		return nil
 	}
-	name, err := cliutil.Backup(path, c.String("backup"))
+	name, err := cliutil.BackupBefore(path, c.String("backup"))
 	if err != nil {
-		// One line naming the file at fault; exit 1 (the operation
-		// failed), whatever the cause: the file itself was opened fine.
-		var pe *os.PathError
-		switch {
-		case errors.As(err, &pe) && errors.Is(err, cliutil.ErrBackupExists):
-			return cliutil.Exit(cliutil.ExitProblems, cliutil.FileError(pe.Path, cliutil.ErrBackupExists))
-		case errors.As(err, &pe) && pe.Path != "":
-			return cliutil.Exit(cliutil.ExitProblems, cliutil.FileError(pe.Path, errors.New("backup: "+pe.Err.Error())))
-		}
-		return cliutil.Exit(cliutil.ExitProblems, cliutil.FileError(path, errors.New("backup: "+err.Error())))
+		return err
 	}
 	rep.Backup = name
 	return nil
