@@ -2,6 +2,7 @@ package cliutil
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -59,10 +60,17 @@ func Prepare(app *cli.App) {
 	}
 	app.Metadata[prepared] = true
 	app.Setup()
+	if h := findCommand(app.Commands, "help"); h != nil {
+		h.HideHelpCommand = true // Setup added urfave/cli's: see prepareCommands
+	}
 }
 
 func prepareCommands(cmds []*cli.Command) {
 	for _, c := range cmds {
+		// No "help" subcommand under a command (`TOOL help COMMAND` and
+		// --help are the help): urfave/cli would add its one shared help
+		// command, even to itself.
+		c.HideHelpCommand = true
 		c.OnUsageError = usageError
 		c.Before = beforeAll(checkOutputFlags, c.Before)
 		if c.CustomHelpTemplate == "" {
@@ -197,11 +205,17 @@ func manCommand(tool string) *cli.Command {
 			if c.Args().Present() {
 				return Usage("man: takes no arguments, got %q", c.Args().First())
 			}
-			page, err := c.App.ToManWithSection(1)
+			// Without the help command: urfave/cli's is one value
+			// shared by every app, which its own setup may make a
+			// subcommand of itself (the page would never end); help
+			// is in the page's own words.
+			page := *c.App
+			page.Commands = slices.DeleteFunc(slices.Clone(c.App.Commands), func(cmd *cli.Command) bool { return cmd.Name == "help" })
+			man, err := page.ToManWithSection(1)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(c.App.Writer, page)
+			_, err = fmt.Fprint(c.App.Writer, man)
 			return err
 		},
 	}

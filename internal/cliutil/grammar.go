@@ -99,7 +99,8 @@ func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 	// A last flag that wants a value and has none must stay last, where
 	// the flag package says so ("--stale needs a value"), rather than
 	// take an argument for its value.
-	if n := len(flags); n > 0 && len(flags[n-1].words) == 1 {
+	// (Not when completing: the flag is being typed.)
+	if n := len(flags); n > 0 && len(flags[n-1].words) == 1 && !complete {
 		last := flags[n-1].words[0]
 		name, _, hasValue := strings.Cut(strings.TrimLeft(last, "-"), "=")
 		if !hasValue && takesValue(app, path, name) && rest[len(rest)-1] == last {
