@@ -27,8 +27,9 @@ const (
 func newApp(stdout, stderr io.Writer) *cli.App {
 	u := newUI(stderr)
 	return &cli.App{
-		Name:  "passbench",
-		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
+		Name:      "passbench",
+		Usage:     "measure what passing messages between processes costs, shmkit's ring against the alternatives",
+		UsageText: "passbench COMMAND [flags]",
 		Description: "passbench compare runs the default comparison (about 30 seconds); run, rtt and pass\n" +
 			"measure one thing each. Flags may come before or after a command's arguments. See docs/cli.md.",
 		Writer:         stdout,

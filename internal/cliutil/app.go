@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -61,9 +62,14 @@ func Prepare(app *cli.App) {
 	app.Metadata[prepared] = true
 	app.Setup()
 	if h := findCommand(app.Commands, "help"); h != nil {
-		h.HideHelpCommand = true // Setup added urfave/cli's: see prepareCommands
+		// Setup added urfave/cli's help command (see prepareCommands):
+		// one value shared by every app, so set once (tests run apps
+		// side by side).
+		hideHelpOnce.Do(func() { h.HideHelpCommand = true })
 	}
 }
+
+var hideHelpOnce sync.Once
 
 func prepareCommands(cmds []*cli.Command) {
 	for _, c := range cmds {

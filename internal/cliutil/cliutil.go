@@ -145,6 +145,9 @@ func Run(app *cli.App, args []string, stderr io.Writer) (code int) {
 			args = args[1:]
 		}
 		msg = reword(app.Name, msg, flags, args)
+		if leaf == nil {
+			msg += commandsWithFlag(app, msg)
+		}
 	}
 	// A usage error names the command it is about, in every tool.
 	if code == ExitUsage && leaf != nil && !strings.HasPrefix(msg, leaf.Name+": ") {
@@ -154,6 +157,26 @@ func Run(app *cli.App, args []string, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)
 	}
 	return code
+}
+
+// commandsWithFlag is, for "unknown flag --x" of the tool's own action,
+// which commands have --x ("(a flag of: compare, run)"), else "".
+func commandsWithFlag(app *cli.App, msg string) string {
+	typed, ok := strings.CutPrefix(msg, "unknown flag ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(typed, "-"), "=")
+	var with []string
+	for _, c := range app.Commands {
+		if hasFlag(c.Flags, name) {
+			with = append(with, c.Name)
+		}
+	}
+	if len(with) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (a flag of %s %s: it goes after the command)", app.Name, strings.Join(with, ", "))
 }
 
 // isUsageMessage catches the usage errors urfave/cli returns without

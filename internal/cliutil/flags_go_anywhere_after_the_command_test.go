@@ -110,6 +110,7 @@ func TestUsageErrorsQuoteFlagsAsTyped(t *testing.T) {
 		{[]string{"sub", "P", "--format", "yaml"}, "tool: sub: --format yaml: want text, json or prometheus\n"},
 		{[]string{"P", "--format", "prometheus"}, "tool: --format prometheus: want text or json\n"},
 		{[]string{"help", "nope"}, "tool: help: no command \"nope\" (see tool help)\n"},
+		{[]string{"--capacity", "3"}, "tool: unknown flag --capacity (a flag of tool sub: it goes after the command)\n"},
 	} {
 		var got []string
 		var stderr bytes.Buffer

@@ -23,20 +23,13 @@ import (
 // completeFlag is the argument shell completion scripts append.
 const completeFlag = "--generate-bash-completion"
 
-// parsed is a command line after Reorder: what urfave/cli is given, the
-// command that runs (nil: the tool's own action) and what the user typed,
-// for errors that quote flags.
-type parsed struct {
-	args  []string
-	leaf  *cli.Command
-	typed []string
-}
-
 // Reorder returns args (args[0] is the program) with every flag before
 // the positional arguments of its command, and the command that will run
-// (nil for the app's own action). It never drops or adds an argument
-// except a "--", which it adds when an argument that looks like a flag
-// must stay positional.
+// (nil for the app's own action). It adds only a "--", when an argument
+// that looks like a flag must stay positional, and drops arguments only
+// where urfave/cli would misread them: the arguments of a command line
+// asking for --help (help on the command, not a topic named by them), and
+// of one ending in a flag that wants a value (the error is the flag's).
 func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 	if len(args) < 2 {
 		return args, nil
@@ -96,21 +89,23 @@ func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 		}
 		levels[at] = append(levels[at], f.words...)
 	}
+	// The command and its flags, without the arguments.
+	head := func() []string {
+		out := append([]string{args[0]}, levels[0]...)
+		for i, cmd := range path {
+			out = append(append(out, cmd.Name), levels[i+1]...)
+		}
+		return out
+	}
 	// A last flag that wants a value and has none must stay last, where
 	// the flag package says so ("--stale needs a value"), rather than
-	// take an argument for its value.
-	// (Not when completing: the flag is being typed.)
+	// take an argument for its value. (Not when completing: the flag is
+	// being typed.)
 	if n := len(flags); n > 0 && len(flags[n-1].words) == 1 && !complete {
 		last := flags[n-1].words[0]
 		name, _, hasValue := strings.Cut(strings.TrimLeft(last, "-"), "=")
 		if !hasValue && takesValue(app, path, name) && rest[len(rest)-1] == last {
-			out := []string{args[0]}
-			out = append(out, levels[0]...)
-			for i, cmd := range path {
-				out = append(out, cmd.Name)
-				out = append(out, levels[i+1]...)
-			}
-			return out, leafOf(path)
+			return head(), leafOf(path)
 		}
 	}
 	// --help anywhere shows the help of the command typed: urfave/cli
@@ -122,12 +117,7 @@ func Reorder(app *cli.App, args []string) ([]string, *cli.Command) {
 		}
 		return append(out, "--help"), leafOf(path)
 	}
-	out := []string{args[0]}
-	out = append(out, levels[0]...)
-	for i, cmd := range path {
-		out = append(out, cmd.Name)
-		out = append(out, levels[i+1]...)
-	}
+	out := head()
 	if dashdash || slices.ContainsFunc(pos, isFlagWord) {
 		out = append(out, "--")
 	}
