@@ -171,6 +171,13 @@ func Checksum(b []byte) uint32 {
 	return crc32.Update(c, castagnoli, b[OffChecksum+4:ChecksumedSize])
 }
 
+// HasMagic reports whether b starts with Magic: whether the bytes claim to
+// be a shmkit file at all (of any version, valid or not), for tools that
+// pick shmkit files out of a directory of others'.
+func HasMagic(b []byte) bool {
+	return len(b) >= len(Magic) && string(b[OffMagic:OffMagic+len(Magic)]) == Magic
+}
+
 // Decode parses and validates the common header at the start of b. It checks
 // magic, version, flags, header size, checksum, kind and the kind's geometry,
 // but not the file's actual size: see CheckFileSize, or DecodeFile for both.
@@ -178,7 +185,7 @@ func Decode(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes, need %d", ErrTooShort, len(b), HeaderSize)
 	}
-	if string(b[OffMagic:OffMagic+len(Magic)]) != Magic {
+	if !HasMagic(b) {
 		return Header{}, fmt.Errorf("%w: % x", ErrBadMagic, b[:len(Magic)])
 	}
 	le := binary.LittleEndian

@@ -46,6 +46,7 @@ type Option func(*options)
 
 type options struct {
 	mode         os.FileMode
+	group        int // group of a created file; -1 keeps the creator's
 	anyOwner     bool
 	owner        int
 	readOnly     bool
@@ -54,7 +55,7 @@ type options struct {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{mode: 0o600, owner: os.Geteuid(), readyTimeout: DefaultReadyTimeout}
+	o := options{mode: 0o600, group: -1, owner: os.Geteuid(), readyTimeout: DefaultReadyTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -65,6 +66,14 @@ func buildOptions(opts []Option) options {
 // the most that Open accepts on an existing one: a file granting more than
 // this is refused with ErrPermissive.
 func WithMode(m os.FileMode) Option { return func(o *options) { o.mode = m.Perm() } }
+
+// WithGroup makes Create give the new file group gid (before the file
+// appears under its name: no process ever sees it with the creator's
+// group). With WithMode(0o640) the members of that group may map it
+// read-only (a monitoring user, see WithOwner). A gid the creator is not a
+// member of fails as fchown(2) does (EPERM), unless it is privileged.
+// Open ignores it.
+func WithGroup(gid int) Option { return func(o *options) { o.group = gid } }
 
 // WithOwner lets Open accept a file owned by uid instead of the effective uid;
 // uid < 0 accepts any owner.
@@ -221,6 +230,13 @@ func Create(path string, spec Spec, opts ...Option) (*Region, error) {
 		_ = unix.Unlink(tmp)
 		return nil, pathErr("create", path, err)
 	}
+	// The group first, then the mode: the file never grants the
+	// creator's group what was meant for another.
+	if o.group >= 0 {
+		if err := unix.Fchown(fd, -1, o.group); err != nil {
+			return fail(fmt.Errorf("give the file group %d: %w", o.group, err))
+		}
+	}
 	// The umask may have cleared bits the caller asked for; set them exactly.
 	if err := unix.Fchmod(fd, uint32(o.mode)); err != nil {
 		return fail(err)
@@ -279,13 +295,25 @@ func reserve(fd int, size int64) error {
 	return err
 }
 
+// tempMarker is in the name of every file Create builds (tempName).
+const tempMarker = ".shmkit-tmp-"
+
+// IsTempName reports whether the base name of path is one Create gives a
+// file it is still building (".NAME.shmkit-tmp-PID-RANDOM"): not yet a
+// file of anyone's, or the leftover of a creator killed mid-way. Tools
+// that list a directory skip them.
+func IsTempName(path string) bool {
+	base := filepath.Base(path)
+	return strings.HasPrefix(base, ".") && strings.Contains(base, tempMarker)
+}
+
 func tempName(path string) (string, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
 	dir, base := filepath.Split(path)
-	return filepath.Join(dir, fmt.Sprintf(".%s.shmkit-tmp-%d-%s", base, os.Getpid(), hex.EncodeToString(rnd[:]))), nil
+	return filepath.Join(dir, fmt.Sprintf(".%s%s%d-%s", base, tempMarker, os.Getpid(), hex.EncodeToString(rnd[:]))), nil
 }
 
 // parseBootID turns "6f1c...-..." into 16 bytes; malformed input gives zeros.

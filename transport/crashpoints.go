@@ -62,3 +62,27 @@ const (
 	crashRingPushBatchAfterPublish  = "ring.push-batch.after-publish"
 	crashRingPushBatchMidPublish    = "ring.push-batch.mid-publish"
 )
+
+// The deque's batch calls (deque_batch.go; docs/design.md, "The deque",
+// "Batch calls"), in a block of their own. A batch passes the single
+// calls' points too where it runs their code: a push run's first claim is
+// claimBottom (deque.push.after-burn, deque.push.after-republish), each
+// message of a steal, pop-by-a-thief or claim batch is taken by steal
+// (deque.steal.after-take, deque.steal.after-advance) and each lease of
+// an ack batch freed by ack (deque.ack.before-free).
+const (
+	crashDequeAckBatchMidFree       = "deque.ack-batch.mid-free"
+	crashDequeClaimBatchAfterTake   = "deque.claim-batch.after-take"
+	crashDequePopBatchAfterAnnounce = "deque.pop-batch.after-announce"
+	crashDequePopBatchAfterCopy     = "deque.pop-batch.after-copy"
+	crashDequePopBatchAfterTake     = "deque.pop-batch.after-take"
+	crashDequePopBatchMidFree       = "deque.pop-batch.mid-free"
+	crashDequePopBatchMidTake       = "deque.pop-batch.mid-take"
+	crashDequePushBatchAfterAdvance = "deque.push-batch.after-advance"
+	crashDequePushBatchAfterClaims  = "deque.push-batch.after-claims"
+	crashDequePushBatchAfterPublish = "deque.push-batch.after-publish"
+	crashDequePushBatchMidPublish   = "deque.push-batch.mid-publish"
+	crashDequeStealBatchAfterCopy   = "deque.steal-batch.after-copy"
+	crashDequeStealBatchAfterTake   = "deque.steal-batch.after-take"
+	crashDequeStealBatchMidFree     = "deque.steal-batch.mid-free"
+)

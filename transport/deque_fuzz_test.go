@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -54,6 +55,16 @@ func fuzzDequeSeeds() [][]byte {
 		fuzzSeed(slot(2), 0, word(layout.SlotWord{State: layout.SlotReading, Owner: 1, Length: 2})), // "owner popping" in the middle
 		fuzzSeed(slot(3), fuzzShortBuf, word(layout.SlotWord{State: layout.SlotReady, Deliveries: 15, Length: 56})),
 		fuzzSeed(slot(4), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 3, Length: 0})),
+		// What a push batch leaves above bottom (bottom is 5 when the
+		// patch lands): its claims, its published messages, top past
+		// bottom after thieves took them.
+		fuzzSeed(slot(5), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 1})),
+		fuzzSeed(slot(6), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 1})),
+		fuzzSeed(slot(5), 0, word(layout.SlotWord{State: layout.SlotReady, Length: 2})),
+		fuzzSeed(layout.DequeOffTop, 0, fuzzLE64(7)),
+		// What an owner's pop batch leaves: bottom announced below the
+		// run, the newest taken.
+		fuzzSeed(layout.DequeOffBottom, 0, fuzzLE64(2)),
 		fuzzSeed(int(l.ParticipantOff(2)), 0, deadPeer),
 		fuzzSeed(layout.DequeOffNotEmptyW, fuzzBlocking, fuzzLE64(1)),
 		fuzzSeed(layout.OffKind, fuzzHeader, []byte{2}), // a ring's kind: does not open as a deque
@@ -130,6 +141,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			step("read-only Scan")
 			checkScan(ro.Scan(), ro)
 			fuzzCheckReport(t, "read-only", ro.Check())
+			fuzzCheckPeek(ro.Peek(1<<20))(expect, ro.Capacity(), ro.MaxPayload())
 			ro.Len()
 			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			bad("read-only Close", ro.Close())
@@ -164,6 +176,7 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 						bad("Release", o.Release(l))
 					}
 				}
+				fuzzDequeBatchOps(o, mode, k, step, bad, expect)
 				step("TakePoisoned")
 				_, _, err = o.TakePoisoned(buf)
 				bad("TakePoisoned", err)
@@ -185,6 +198,22 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 				} else {
 					bad("Claim", err, context.DeadlineExceeded)
 				}
+				bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64)}, make([]int, 2)
+				step("PopBatch")
+				n, err := o.PopBatch(ctx, bufs, lens)
+				bad("PopBatch", err, context.DeadlineExceeded)
+				fuzzCheckPopBatch(n, bufs, lens, o.MaxPayload(), "PopBatch", expect)
+				step("StealBatch")
+				n, err = o.StealBatch(ctx, bufs, lens)
+				bad("StealBatch", err, context.DeadlineExceeded)
+				fuzzCheckPopBatch(n, bufs, lens, o.MaxPayload(), "StealBatch", expect)
+				step("ClaimBatch")
+				leases := make([]Lease, 2)
+				n, err = o.ClaimBatch(ctx, leases)
+				bad("ClaimBatch", err, context.DeadlineExceeded)
+				fuzzCheckDequeLeases(o, leases, n, "ClaimBatch", expect)
+				step("AckBatch")
+				bad("AckBatch", o.AckBatch(leases[:max(n, 0)]))
 				cancel()
 			}
 		}
@@ -199,11 +228,29 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			n, err := d.TryPop(buf)
 			bad("owner TryPop", err)
 			expect(n <= d.MaxPayload(), "owner TryPop returned %d bytes", n)
+			step("owner TryPushBatch")
+			msgs := [][]byte{{byte(k), 'b', '1'}, {byte(k), 'b', '2'}, {byte(k), 'b', '3'}}
+			pn, err := d.TryPushBatch(msgs)
+			bad("owner TryPushBatch", err)
+			expect(pn >= 0 && pn <= len(msgs) && (err != ErrFull || pn == 0), "owner TryPushBatch pushed %d of %d (%v)", pn, len(msgs), err)
+			step("owner TryPopBatch")
+			bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 4)
+			if mode&fuzzShortBuf != 0 && k == 0 {
+				bufs[1] = bufs[1][:1]
+			}
+			n, err = d.TryPopBatch(bufs, lens)
+			bad("owner TryPopBatch", err)
+			expect(err != ErrEmpty || n == 0, "owner TryPopBatch: %d with ErrEmpty", n)
+			fuzzCheckPopBatch(n, bufs, lens, d.MaxPayload(), "owner TryPopBatch", expect)
 		}
 		if mode&fuzzBlocking != 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 			step("owner Push")
 			bad("owner Push", d.Push(ctx, []byte("blocking")), context.DeadlineExceeded)
+			step("owner PushBatch")
+			pn, err := d.PushBatch(ctx, [][]byte{[]byte("b1"), []byte("b2")})
+			bad("owner PushBatch", err, context.DeadlineExceeded)
+			expect(pn >= 0 && pn <= 2, "owner PushBatch pushed %d of 2", pn)
 			cancel()
 		}
 		if o != nil {
@@ -230,4 +277,56 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		}
 		return problems
 	})
+}
+
+// fuzzDequeBatchOps runs a round of the batch calls on a thief's handle:
+// a pop batch (with a short buffer first in fuzzShortBuf mode), a steal
+// batch, a claim batch and its acks (or releases).
+func fuzzDequeBatchOps(o *Deque, mode byte, k int, step func(string), bad func(string, error, ...error), expect func(bool, string, ...any)) {
+	maxN := o.MaxPayload()
+	bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 3)
+	if mode&fuzzShortBuf != 0 && k == 0 {
+		bufs[1] = bufs[1][:1]
+	}
+	step("TryPopBatch")
+	n, err := o.TryPopBatch(bufs, lens)
+	bad("TryPopBatch", err)
+	expect(err != ErrEmpty || n == 0, "TryPopBatch: %d with ErrEmpty", n)
+	fuzzCheckPopBatch(n, bufs, lens, maxN, "TryPopBatch", expect)
+	step("TryStealBatch")
+	n, err = o.TryStealBatch(bufs, lens)
+	bad("TryStealBatch", err)
+	expect(err != ErrEmpty || n == 0, "TryStealBatch: %d with ErrEmpty", n)
+	fuzzCheckPopBatch(n, bufs, lens, maxN, "TryStealBatch", expect)
+	step("TryPushBatch (thief)")
+	_, err = o.TryPushBatch([][]byte{{1}})
+	expect(errors.Is(err, ErrNotOwner), "a thief's TryPushBatch: %v, want ErrNotOwner", err)
+
+	step("TryClaimBatch")
+	leases := make([]Lease, 3)
+	n, err = o.TryClaimBatch(leases)
+	bad("TryClaimBatch", err)
+	fuzzCheckDequeLeases(o, leases, n, "TryClaimBatch", expect)
+	if n < 0 || n > len(leases) {
+		return
+	}
+	if (k+int(mode))%2 == 0 {
+		step("AckBatch")
+		bad("AckBatch", o.AckBatch(leases[:n]))
+	} else {
+		for _, l := range leases[:n] {
+			step("Release")
+			bad("Release", o.Release(l))
+		}
+	}
+}
+
+func fuzzCheckDequeLeases(o *Deque, leases []Lease, n int, what string, expect func(bool, string, ...any)) {
+	expect(n >= 0 && n <= len(leases), "%s leased %d into %d", what, n, len(leases))
+	for j := 0; j < n && j < len(leases); j++ {
+		l := leases[j]
+		expect(len(l.Data()) <= o.MaxPayload(), "%s: lease of %d bytes", what, len(l.Data()))
+		expect(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "%s: lease delivered %d times", what, l.Deliveries)
+		expect(l.Slot() < o.Capacity(), "%s: lease slot %d", what, l.Slot())
+	}
 }

@@ -61,12 +61,41 @@ func (d *Deque) ownerCheck(n int) error {
 	return nil
 }
 
-// pushBottom runs under ownerMu. The role is checked again here: a
-// Disown between the caller's check and the mutex must not leave a
-// non-owner moving bottom.
+// pushBottom runs under ownerMu: claimBottom takes the position, then the
+// message is written, published (READY) and counted in (bottom).
 func (d *Deque) pushBottom(msg []byte) error {
+	b, err := d.claimBottom()
+	if err != nil {
+		return err
+	}
+	shm.CrashPoint(crashDequePushAfterClaim)
+	w := d.slotWord(b)
+	copy(d.payload(b, uint32(len(msg))), msg)
+	// Release: the payload is visible before the READY word, and the
+	// READY word before bottom moves past it (bottom's store is an XCHG:
+	// the full barrier before notEmptyW's load).
+	storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: d.lay.LapOf(b)}.Pack())
+	shm.CrashPoint(crashDequePushAfterWrite)
+	d.bottom.Store(b + 1)
+	shm.CrashPoint(crashDequePushAfterPublish)
+	d.pushed.Add(1)
+	if d.notEmptyW.Load() != 0 {
+		d.wakeThieves()
+	}
+	return nil
+}
+
+// claimBottom runs under ownerMu: the single push's state machine up to the
+// CAS that takes the position at bottom (FREE(L) -> WRITING(L, me)), which
+// it returns. On the way it republishes returned messages, burns past
+// leases and poison and steps over positions burned before, moving bottom
+// past each; it stops with ErrFull or ErrCorrupt. The push batch's runs
+// start with it (deque_batch.go). The role is checked again here: a Disown
+// between the caller's check and the mutex must not leave a non-owner
+// moving bottom.
+func (d *Deque) claimBottom() (uint64, error) {
 	if !d.owner.Load() {
-		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
+		return 0, fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
 	}
 	for {
 		b := d.bottom.Load()
@@ -80,15 +109,15 @@ func (d *Deque) pushBottom(msg []byte) error {
 		}
 		if b >= t && b-t > d.lay.Capacity {
 			// top is fresh here: bottom cannot be that far ahead.
-			return fmt.Errorf("%w: %s: bottom %d is more than a deque ahead of top %d", ErrCorrupt, d.Path(), b, t)
+			return 0, fmt.Errorf("%w: %s: bottom %d is more than a deque ahead of top %d", ErrCorrupt, d.Path(), b, t)
 		}
 		if b >= t && b-t == d.lay.Capacity {
-			return ErrFull
+			return 0, ErrFull
 		}
 		if b < t {
 			// Only a dead owner's interrupted pop leaves bottom below
 			// top, and adoption repairs that first.
-			return fmt.Errorf("%w: %s: bottom %d below top %d", ErrCorrupt, d.Path(), b, t)
+			return 0, fmt.Errorf("%w: %s: bottom %d below top %d", ErrCorrupt, d.Path(), b, t)
 		}
 		lap := d.lay.LapOf(b)
 		w := d.slotWord(b)
@@ -100,27 +129,14 @@ func (d *Deque) pushBottom(msg []byte) error {
 			if !w.CompareAndSwap(raw, mine) {
 				continue // a repair moved it; look again
 			}
-			shm.CrashPoint(crashDequePushAfterClaim)
-			copy(d.payload(b, uint32(len(msg))), msg)
-			// Release: the payload is visible before the READY word, and
-			// the READY word before bottom moves past it (bottom's store
-			// is an XCHG: the full barrier before notEmptyW's load).
-			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: lap}.Pack())
-			shm.CrashPoint(crashDequePushAfterWrite)
-			d.bottom.Store(b + 1)
-			shm.CrashPoint(crashDequePushAfterPublish)
-			d.pushed.Add(1)
-			if d.notEmptyW.Load() != 0 {
-				d.wakeThieves()
-			}
-			return nil
+			return b, nil
 
 		case (diff == -1 || diff == 0) && sw.State == layout.SlotReturned:
 			// A message handed back in this slot (one lap ago, or at
 			// this very position after the owner popped back below it):
 			// publish it again here, as the newest, and push ours after.
 			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
-				return d.corrupt(b, raw, err)
+				return 0, d.corrupt(b, raw, err)
 			}
 			again := layout.SlotWord{State: layout.SlotReady, Deliveries: sw.Deliveries, Length: sw.Length, Lap: lap}
 			if w.CompareAndSwap(raw, again.Pack()) {
@@ -136,7 +152,7 @@ func (d *Deque) pushBottom(msg []byte) error {
 			// b as consumed, and Ack or TakePoisoned frees it for the
 			// position one lap on.
 			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
-				return d.corrupt(b, raw, err)
+				return 0, d.corrupt(b, raw, err)
 			}
 			moved := sw
 			moved.Lap = lap
@@ -157,10 +173,10 @@ func (d *Deque) pushBottom(msg []byte) error {
 		case diff == -1 && sw.State == layout.SlotReading:
 			// A thief is copying out the message that was here a lap
 			// ago: it is about to free the slot.
-			return ErrFull
+			return 0, ErrFull
 
 		default:
-			return d.corrupt(b, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, b, lap))
+			return 0, d.corrupt(b, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, b, lap))
 		}
 	}
 }
@@ -264,7 +280,13 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			shm.CrashPoint(crashDequePopAfterCopy)
 			// Position p is free for the owner's next push.
 			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
-			d.ownerPopped.Add(1)
+			d.ownerPopped.Add(1) // also the full barrier before notFullW's load
+			if d.notFullW.Load() != 0 {
+				// The owner's own Push, blocked in another goroutine of
+				// this handle on a full deque: position p is its to
+				// push at now.
+				d.wakeOwner()
+			}
 			return n, nil
 
 		case d.consumedAtTop(sw, diff) || (diff == 0 && sw.State == layout.SlotReading && sw.Owner == d.tab.Self):
@@ -339,7 +361,9 @@ func consumedAtTopFor(sw layout.SlotWord, diff int32, owner uint16) bool {
 
 // steal takes the message at the top into state (reading or leased),
 // stamped with this participant, and advances top. Returned messages are
-// taken first; messages delivered DeliveryLimit times become poison.
+// taken once [top, bottom) is empty (after the newer ones: looking for
+// them first would scan every slot on every steal while the pending hint
+// is too high); messages delivered DeliveryLimit times become poison.
 func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 	stale := 0
 	for {
@@ -350,10 +374,12 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 		sw := layout.UnpackSlot(raw)
 		diff := layout.LapDiff(sw.Lap, lap)
 		// A message READY at top's own lap is published (the owner stores
-		// READY before it moves bottom past it, and never leaves READY at
-		// a position above bottom), so it can be taken without reading
-		// bottom, whose line the owner writes on every push. Anything
-		// else needs bottom: is the deque empty, or is top behind?
+		// READY before it moves bottom past it, and leaves READY at a
+		// position above bottom only while a push batch publishes its
+		// run, whose messages are as published as any), so it can be
+		// taken without reading bottom, whose line the owner writes on
+		// every push. Anything else needs bottom: is the deque empty, or
+		// is top behind?
 		if diff != 0 || sw.State != layout.SlotReady {
 			b := d.bottom.Load()
 			if t >= b {
@@ -480,19 +506,24 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 // (its lap moved on): free from the word as it is now, never from the lap
 // it was taken at, which would put an old lap inside [top, bottom).
 func (d *Deque) free(slot uint64, _ uint32) {
+	if d.freeSlot(slot) && d.notFullW.Load() != 0 {
+		d.wakeOwner()
+	}
+}
+
+// freeSlot is free without the wake check (a batch makes one for all its
+// slots); it reports whether it freed the slot.
+func (d *Deque) freeSlot(slot uint64) bool {
 	w := d.slotWord(slot)
 	for {
 		raw := w.Load()
 		sw := layout.UnpackSlot(raw)
 		if sw.Owner != d.tab.Self || (sw.State != layout.SlotReading && sw.State != layout.SlotLeased) {
-			return // not ours any more: nothing of ours to free
+			return false // not ours any more: nothing of ours to free
 		}
 		if w.CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			break
+			return true
 		}
-	}
-	if d.notFullW.Load() != 0 {
-		d.wakeOwner()
 	}
 }
 
@@ -525,8 +556,20 @@ func (d *Deque) TryClaim() (Lease, error) {
 
 // Ack releases a lease: the message is done with and its slot is free.
 func (d *Deque) Ack(l Lease) error {
+	if err := d.ack(&l); err != nil {
+		return err
+	}
+	d.acked.Add(1)
+	if d.notFullW.Load() != 0 {
+		d.wakeOwner()
+	}
+	return nil
+}
+
+// ack frees a held lease's slot, uncounted (Ack and AckBatch count).
+func (d *Deque) ack(l *Lease) error {
 	for {
-		raw, sw, err := d.heldLease(l)
+		raw, sw, err := d.heldLease(*l)
 		if err != nil {
 			return err
 		}
@@ -534,10 +577,6 @@ func (d *Deque) Ack(l Lease) error {
 		// The owner may burn past the lease meanwhile (its lap moves):
 		// then look again.
 		if d.slotWord(l.slot).CompareAndSwap(raw, layout.SlotWord{Lap: (sw.Lap + 1) & layout.SlotLapMask}.Pack()) {
-			d.acked.Add(1)
-			if d.notFullW.Load() != 0 {
-				d.wakeOwner()
-			}
 			return nil
 		}
 	}

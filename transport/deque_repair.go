@@ -49,10 +49,11 @@ func (d *Deque) scan() DequeScanReport {
 
 // Repair recovers what dead participants left behind, on proof of death
 // only (pid and start time, or an earlier boot): messages dead consumers
-// were stealing or had leased are returned (taken again before newer ones,
-// delivery count kept); if the owner is dead its half-done push is
-// released, its half-done pop rolled back, bottom set right, and the owner
-// role freed for Adopt. Safe while live processes use the deque;
+// were stealing or had leased are returned, delivery count kept: taken
+// again after the newer messages (once [top, bottom) is empty), or
+// re-published as the newest when the owner's pushes reach the slot; if
+// the owner is dead its half-done push is released, its half-done pop
+// rolled back, bottom set right, and the owner role freed for Adopt. Safe while live processes use the deque;
 // idempotent; one repairer at a time (ErrRepairBusy).
 //
 // It runs under the file's fault guard (not the per-message paths): a
@@ -149,8 +150,8 @@ func (d *Deque) repair() (check.RepairReport, error) {
 				rep.Done = append(rep.Done, d.slotDone(base, i, raw, peers, top, check.ActionReturn))
 			}
 		case layout.SlotWriting:
-			// Only the owner writes, at bottom, and fixBottom released
-			// that; one anywhere else no operation writes.
+			// Only the owner writes, from bottom on, and fixBottom
+			// released that; one anywhere else no operation writes.
 			rep.Corrupt++
 		}
 	}
@@ -198,7 +199,8 @@ func (d *Deque) slotDone(base, i, raw uint64, peers []check.Peer, top uint64, a 
 // bottom, and sets bottom right. It runs under the repair lock, with the
 // owner proven dead or absent, so nobody else moves bottom meanwhile:
 //
-//   - a half-written slot at bottom is released (the push never returned);
+//   - a half-written slot at bottom is released (the push never returned),
+//     and so is each of a push batch's claims that follow it;
 //   - the owner's pop in progress is rolled back: the message is READY
 //     again at its position and bottom moves past it;
 //   - a message published at bottom but not yet counted (killed between
@@ -214,14 +216,14 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 		b = top
 	}
 	var peers []check.Peer
-	done := func(raw uint64, a check.Action) {
+	done := func(pos, raw uint64, a check.Action) {
 		if rep == nil {
 			return
 		}
 		if peers == nil {
 			peers = d.Peers()
 		}
-		rep.Done = append(rep.Done, d.slotDone(uint64(d.Header().HeaderSize), b&d.mask, raw, peers, top, a))
+		rep.Done = append(rep.Done, d.slotDone(uint64(d.Header().HeaderSize), pos&d.mask, raw, peers, top, a))
 	}
 	for range d.lay.Capacity {
 		lap := d.lay.LapOf(b)
@@ -233,9 +235,21 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 		}
 		diff := layout.LapDiff(sw.Lap, lap)
 		if diff == 0 && sw.State == layout.SlotWriting && sw.Owner == stamp && stamp != 0 {
-			if w.CompareAndSwap(raw, layout.SlotWord{Lap: lap}.Pack()) {
+			// The dead owner's push: a single push's claim at bottom, or
+			// a push batch's run of claims from bottom on, each WRITING
+			// at its own lap (the run's first messages, published, were
+			// counted in above). Each is released; bottom stays before
+			// the first.
+			for q := b; q < b+d.lay.Capacity; q++ {
+				wq := d.slotWord(q)
+				rq := wq.Load()
+				sq := layout.UnpackSlot(rq)
+				if sq.Validate(&d.lay.SlotGeometry) != nil || sq.State != layout.SlotWriting || sq.Owner != stamp || sq.Lap != d.lay.LapOf(q) ||
+					!wq.CompareAndSwap(rq, layout.SlotWord{Lap: sq.Lap}.Pack()) {
+					break
+				}
 				d.abandoned.Add(1)
-				done(raw, check.ActionRelease)
+				done(q, rq, check.ActionRelease)
 			}
 			break
 		}
@@ -245,12 +259,12 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 				break
 			}
 			d.rolledBack.Add(1)
-			done(raw, check.ActionRollBack)
+			done(b, raw, check.ActionRollBack)
 			b++
 			continue
 		}
 		if diff == 0 && sw.State == layout.SlotReady {
-			done(raw, check.ActionCountIn)
+			done(b, raw, check.ActionCountIn)
 			b++
 			continue
 		}

@@ -114,7 +114,8 @@ func (d *Deque) Claim(ctx context.Context) (Lease, error) {
 }
 
 // topSlot is what a waiting thief is behind: the slot at top, or, when the
-// deque looks empty, the one at bottom, where a dead owner can hide a
+// deque looks empty, the one at bottom (at top when top has passed
+// bottom, as it may during an owner's batch), where a dead owner can hide a
 // message from thieves until a repair sets bottom right: a pop in
 // progress (READING, stamped) or a message published but not counted
 // (READY at bottom). The latter carries no stamp, so it is presented as
@@ -126,6 +127,9 @@ func (d *Deque) topSlot() (uint64, uint64) {
 	if b > t {
 		return t & d.mask, d.slotWord(t).Load()
 	}
+	// top may be past bottom (thieves took an owner's batch's published
+	// messages above it): the slot that may hide a message is at top.
+	b = t
 	raw := d.slotWord(b).Load()
 	sw := layout.UnpackSlot(raw)
 	if owner := d.ownerStamp(); owner != 0 && sw.State == layout.SlotReady && sw.Lap == d.lay.LapOf(b) {

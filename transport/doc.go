@@ -15,6 +15,9 @@
 //   - Deque (kind 3): a work-stealing deque. One owner pushes and pops its
 //     newest work at the bottom; thieves in any process steal the oldest
 //     at the top, plainly or leased. A dead owner's deque is adopted.
+//     Pushes, pops, steals, claims and acks have a batch form
+//     (TryPushBatch, PushBatch, TryPopBatch, PopBatch, TryStealBatch,
+//     StealBatch, TryClaimBatch, ClaimBatch, AckBatch; see Batch calls).
 //
 // The hash map (kind 4) is in package transport/hashmap: it is not a
 // Queue, but the dispatcher names it (FamilyHashMap) for key-value
@@ -50,8 +53,8 @@
 //
 // # Batch calls
 //
-// A ring's batch call pushes, pops, claims or acks many messages for one
-// counter add and one wake check. It returns how many it did, n, and the
+// A ring's or deque's batch call pushes, pops, steals, claims or acks many
+// messages for one counter add and one wake check. It returns how many it did, n, and the
 // rest was not done: msgs[:n] are pushed and msgs[n:] are not; bufs[:n]
 // and lens[:n] hold n messages; leases[:n] are held. Its error says why it
 // stopped:
@@ -77,13 +80,19 @@
 // error, or 0 and ctx's error (the context ended while it waited for the
 // first).
 //
-// A batch takes consecutive positions while it can (a held lease,
+// A ring's batch takes consecutive positions while it can (a held lease,
 // poison, or another producer or consumer taking a position first splits
 // it in runs), so its messages keep their order, though others' may come
-// between two runs. Each position is taken as a single call takes it, by
-// a CAS that stamps the taker's entry in the slot word: a batch call
-// interrupted by a SIGKILL is recovered position by position, exactly as
-// single calls are (docs/design.md, "Batch calls").
+// between two runs. A deque's batch takes what the single call takes, one
+// after another: the owner's TryPopBatch the newest first from the
+// bottom, a thief's (and every TryStealBatch and TryClaimBatch) the
+// oldest first from the top; the owner's side moves bottom once per run,
+// the thieves' side still moves top once per message (docs/design.md,
+// "The deque", "Batch calls", says why). Each position is taken as a
+// single call takes it, by a CAS that stamps the taker's entry in the
+// slot word: a batch call interrupted by a SIGKILL is recovered position
+// by position, exactly as single calls are (docs/design.md, "Batch
+// calls", and the deque's).
 //
 // What transport is not: it does not schedule (sched/* does), does not lay
 // bytes out (layout does), and has no notion of processes beyond the

@@ -223,6 +223,8 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 			fuzzCheckScan(ro.Scan(), ro, expect)
 			step("read-only Check")
 			fuzzCheckReport(t, "read-only", ro.Check())
+			step("read-only Peek")
+			fuzzCheckPeek(ro.Peek(1<<20))(expect, ro.Capacity(), ro.MaxPayload())
 			step("read-only TryPush")
 			expect(ro.TryPush([]byte("x")) == ErrNotAttached, "read-only TryPush did not fail with ErrNotAttached")
 			step("read-only Repair")
@@ -478,5 +480,24 @@ func fuzzCheckLeases(o *Ring, leases []Lease, n int, what string, expect func(bo
 		expect(len(l.Data()) <= o.MaxPayload(), "%s: lease of %d bytes", what, len(l.Data()))
 		expect(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "%s: lease delivered %d times", what, l.Deliveries)
 		expect(l.Slot() < o.Capacity(), "%s: lease slot %d", what, l.Slot())
+	}
+}
+
+// fuzzCheckPeek checks what Peek returned over a fuzzed file: no more
+// messages than slots, each in a slot of the file, no payload longer than
+// a slot holds, a writing slot without one. It returns a closure so that
+// the call site reads as the others.
+func fuzzCheckPeek(ps []Peeked, err error) func(expect func(bool, string, ...any), capacity uint64, maxPayload int) {
+	return func(expect func(bool, string, ...any), capacity uint64, maxPayload int) {
+		if err != nil {
+			expect(errors.Is(err, shm.ErrFault), "Peek: %v", err)
+			return
+		}
+		expect(uint64(len(ps)) <= 2*capacity, "Peek returned %d messages of a %d-slot file", len(ps), capacity)
+		for _, p := range ps {
+			expect(p.Slot < capacity, "Peek: slot %d of %d", p.Slot, capacity)
+			expect(len(p.Data) <= maxPayload, "Peek: a %d-byte payload, limit %d", len(p.Data), maxPayload)
+			expect(p.State != layout.SlotWriting || p.Data == nil, "Peek: a writing slot with a payload")
+		}
 	}
 }

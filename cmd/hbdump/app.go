@@ -36,6 +36,8 @@ type env struct {
 	readyTimeout time.Duration
 	// allowMode is the widest mode accepted on an existing file (--allow-mode).
 	allowMode os.FileMode
+	// owner accepts files of another user (--owner, read-only commands).
+	owner shm.Option
 }
 
 func newApp(stdout io.Writer) *cli.App {
@@ -92,6 +94,10 @@ func (e *env) pathArg(c *cli.Context) (string, error) {
 		}
 		e.allowMode = m
 	}
+	var err error
+	if e.owner, err = cliutil.OwnerOption(c); err != nil {
+		return "", err
+	}
 	return cliutil.PathArg(c, "a heartbeat table: a path, or a name in /dev/shm")
 }
 
@@ -111,6 +117,9 @@ func (e *env) shmOpts(extra ...shm.Option) []shm.Option {
 	}
 	if e.allowMode != 0 {
 		extra = append(extra, shm.WithMode(e.allowMode))
+	}
+	if e.owner != nil {
+		extra = append(extra, e.owner)
 	}
 	return extra
 }
@@ -176,6 +185,7 @@ func unusable(path string, err error) error {
 // tableView is one read of the whole table.
 type tableView struct {
 	Path     string
+	ID       uint64 // layout.FileID
 	Capacity int
 	Leases   int // lease records per slot
 	Totals   heartbeat.Totals
@@ -186,7 +196,7 @@ type tableView struct {
 // readTable snapshots every slot and the totals under shm.Guard: a table
 // truncated underneath gives an error naming it, not a crash.
 func readTable(hb *heartbeat.Table) (tableView, error) {
-	v := tableView{Path: hb.Path(), Capacity: hb.Capacity(), Leases: hb.LeasesPerSlot(), Taken: time.Now()}
+	v := tableView{Path: hb.Path(), ID: hb.ID(), Capacity: hb.Capacity(), Leases: hb.LeasesPerSlot(), Taken: time.Now()}
 	err := guard(hb.Path(), func() error {
 		v.Parts = hb.Snapshots()
 		v.Totals = hb.Totals()

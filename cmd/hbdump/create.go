@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -17,13 +15,16 @@ func (e *env) createCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "create",
 		Usage:     "create an empty heartbeat table (for scripts and tests)",
-		UsageText: "hbdump create PATH --capacity N [--leases L] [--mode MODE]",
+		UsageText: "hbdump create PATH --capacity N [--leases L] [--mode MODE] [--group G]",
 		Description: "Creates the file with --mode (0600 unless given; the other commands then need\n" +
-			"--allow-mode to open a wider one). Fails (exit 1) if PATH exists.",
+			"--allow-mode to open a wider one). --group G gives it group G and mode 0640, so that\n" +
+			"G's members can read it (hbdump and ringctl serve with --owner and --allow-mode 0640).\n" +
+			"Fails (exit 1) if PATH exists.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "capacity", Usage: fmt.Sprintf("participant slots, 1 to %d (required)", layout.HBMaxCapacity)},
 			&cli.IntFlag{Name: "leases", Value: 16, Usage: fmt.Sprintf("lease records per slot, 1 to %d", layout.HBMaxLeases)},
-			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal)"},
+			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal; 0640 with --group)"},
+			cliutil.GroupFlag(),
 		},
 		Action: e.create,
 	})
@@ -43,11 +44,19 @@ func (e *env) create(c *cli.Context) error {
 	case leases < 1 || leases > layout.HBMaxLeases:
 		return cliutil.Usage("--leases must be in [1, %d], got %d", layout.HBMaxLeases, leases)
 	}
-	mode, err := strconv.ParseUint(c.String("mode"), 8, 32)
-	if err != nil || mode > 0o777 {
-		return cliutil.Usage("--mode: %q is not an octal permission mode such as 0600", c.String("mode"))
+	mode, err := cliutil.CreateMode(c)
+	if err != nil {
+		return err
 	}
-	hb, err := heartbeat.Create(path, heartbeat.Config{Capacity: capacity, Leases: leases}, shm.WithMode(os.FileMode(mode)))
+	opts := []shm.Option{shm.WithMode(mode)}
+	group, err := cliutil.GroupOption(c)
+	if err != nil {
+		return err
+	}
+	if group != nil {
+		opts = append(opts, group)
+	}
+	hb, err := heartbeat.Create(path, heartbeat.Config{Capacity: capacity, Leases: leases}, opts...)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ func dumpFlags() []cli.Flag {
 		staleFlag(),
 		ringFlag(ringShowUsage),
 		cliutil.AllowModeFlag(),
+		cliutil.OwnerFlag(),
 	)
 }
 

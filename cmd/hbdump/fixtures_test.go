@@ -581,3 +581,10 @@ func holdLocks(t testing.TB, path string, f fixture) {
 		}
 	}
 }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
@@ -181,6 +182,7 @@ func TestGolden(t *testing.T) {
 			default:
 				copyFixture(t, dir, gc.fixture)
 			}
+			keepBeating(t, dir)
 			var b strings.Builder
 			for _, args := range gc.runs {
 				refreshBeats(t, dir)
@@ -200,8 +202,33 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// keepBeating refreshes the live slots' beats every 100 ms until the test
+// ends, as their members would: on a loaded machine the time between one
+// refresh and hbdump's reading of the table (a process start) can pass
+// hbdump's default --stale, and a fresh participant would be reported
+// stale.
+func keepBeating(t *testing.T, dir string) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				refreshBeats(t, dir)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
 // refreshBeats sets the beats of the fixtures' live slots again, so a
 // slow run cannot turn a fresh participant stale halfway through a case.
+// It reports with t.Error, as keepBeating calls it from its own goroutine.
 func refreshBeats(t *testing.T, dir string) {
 	for _, f := range fixtures {
 		if f.damage != nil {
@@ -213,11 +240,13 @@ func refreshBeats(t *testing.T, dir string) {
 			continue
 		}
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		hdr := make([]byte, layout.HeaderSize)
 		if _, err := file.ReadAt(hdr, 0); err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		sl := slotLayout(t, hdr)
 		now := shm.MonoNow()
@@ -225,7 +254,8 @@ func refreshBeats(t *testing.T, dir string) {
 			if s.who.holdsLock() {
 				beat := binary.LittleEndian.AppendUint64(nil, uint64(max(now-int64(s.beatAgo), 1)))
 				if _, err := file.WriteAt(beat, int64(sl.slot(i)+layout.HBSlotBeat)); err != nil {
-					t.Fatal(err)
+					t.Error(err)
+					return
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ func (e *env) watchCommand() *cli.Command {
 		Description: "Redraws the participant table every --interval: in place on a terminal, with states\n" +
 			"coloured; as successive plain frames otherwise. Dead and corrupt first, then unknown and\n" +
 			"stale, then alive; free slots are not listed. CHANGE marks participants that appeared\n" +
-			"(+new), died (!died) or left (-left: unregistered or reclaimed) since the previous frame.\n" +
+			"(+new), died (!died) or left (-left: unregistered or reclaimed); a mark stays 5 s (at least\n" +
+			"one frame), and a participant that left stays listed, marked, as long.\n" +
 			"The footer has the totals. The table is mapped read-only: watching never writes it or\n" +
 			"takes a lock.\n" +
 			"Ctrl-C exits 0.",
@@ -30,6 +32,7 @@ func (e *env) watchCommand() *cli.Command {
 			ringFlag(ringShowUsage),
 			&cli.IntFlag{Name: "count", Usage: "stop after this many frames (0: until interrupted)"},
 			cliutil.AllowModeFlag(),
+			cliutil.OwnerFlag(),
 		},
 		Action: e.watch,
 	})
@@ -112,10 +115,25 @@ func identityOf(r row) identity {
 	return identity{Slot: r.P.Slot, PID: r.P.ID.PID, Gen: r.P.Gen}
 }
 
+// markHold is how long a CHANGE mark stays (and a participant that left
+// stays listed, marked -left): long enough to be read on a watch redrawn
+// every 500 ms, and never less than one frame.
+const markHold = 5 * time.Second
+
 // watchState is what the renderer keeps from one frame to the next.
 type watchState struct {
 	primed bool
-	seen   map[identity]row // the participants of the previous frame
+	seen   map[identity]row      // the participants of the previous frame
+	marks  map[identity]heldMark // the marks still shown, by participant
+}
+
+// heldMark is a CHANGE mark and the frame that first showed it (the time
+// the table was read, so that the renderer stays a function of its
+// inputs); a participant that left keeps its last row here.
+type heldMark struct {
+	text string
+	at   time.Time
+	row  row // -left only
 }
 
 // renderWatch draws one frame from the previous frame's state and a read
@@ -123,8 +141,7 @@ type watchState struct {
 // of its arguments, so tests feed it canned snapshots.
 func renderWatch(prev watchState, v tableView, o watchOptions) (string, watchState) {
 	rows := rowsOf(v.Parts, o.Stale, false)
-	next := watchState{primed: true, seen: make(map[identity]row, len(rows))}
-	marks := map[identity]string{}
+	next := watchState{primed: true, seen: make(map[identity]row, len(rows)), marks: map[identity]heldMark{}}
 	var newN, diedN, leftN int
 	for _, r := range rows {
 		id := identityOf(r)
@@ -135,18 +152,17 @@ func renderWatch(prev watchState, v tableView, o watchOptions) (string, watchSta
 		before, ok := prev.seen[id]
 		switch {
 		case !ok:
-			marks[id] = "+new"
+			next.marks[id] = heldMark{text: "+new", at: v.Taken}
 			newN++
 			if r.Health == hDead {
 				diedN++
 			}
 		case r.Health == hDead && before.Health != hDead:
-			marks[id] = "!died"
+			next.marks[id] = heldMark{text: "!died", at: v.Taken}
 			diedN++
 		}
 	}
-	// Participants of the previous frame that are gone now: shown once more.
-	var left []row
+	// Participants of the previous frame that are gone now.
 	if prev.primed {
 		for id, r := range prev.seen {
 			if _, still := next.seen[id]; still {
@@ -154,18 +170,42 @@ func renderWatch(prev watchState, v tableView, o watchOptions) (string, watchSta
 			}
 			r.Reason = leftReason(id, v)
 			r.Health = hLeft
-			left = append(left, r)
-			marks[id] = "-left"
+			next.marks[id] = heldMark{text: "-left", at: v.Taken, row: r}
 			leftN++
 		}
 	}
+	// Earlier marks stay for markHold: a mark of a participant still
+	// listed (unless this frame marked it again), and a participant that
+	// left, listed once more.
+	for id, m := range prev.marks {
+		if _, again := next.marks[id]; again || v.Taken.Sub(m.at) >= markHold {
+			continue
+		}
+		_, listed := next.seen[id]
+		if listed == (m.text == "-left") {
+			continue // back in the table after it left, or left after its mark
+		}
+		next.marks[id] = m
+	}
+	var left []row
+	for _, m := range next.marks {
+		if m.text == "-left" {
+			left = append(left, m.row)
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { // a slot may have been left twice
+		if left[i].P.Slot != left[j].P.Slot {
+			return left[i].P.Slot < left[j].P.Slot
+		}
+		return left[i].P.Gen < left[j].P.Gen
+	})
 	sortUnhealthyFirst(rows)
 	sortUnhealthyFirst(left)
 	rows = append(rows, left...)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "hbdump watch %s  %s  every %v, %s\n", v.Path, v.Taken.Format("2006-01-02 15:04:05"), o.Interval, staleText(o.Stale))
-	if err := writeParticipants(&b, rows, o.Rings, o.Colour, func(r row) string { return marks[identityOf(r)] }); err != nil {
+	if err := writeParticipants(&b, rows, o.Rings, o.Colour, func(r row) string { return next.marks[identityOf(r)].text }); err != nil {
 		fmt.Fprintf(&b, "(table: %v)\n", err)
 	}
 	n := countOf(v.Parts, o.Stale)

@@ -62,18 +62,53 @@ func TestWatchRendererFrames(t *testing.T) {
 			free(1, layout.LastExit{PID: 101, Reason: layout.ExitReclaimed}),
 			alive(2, 102, "worker-c", 7*time.Second),
 			dead(alive(3, 103, "flash", 0), shm.ProcReused)),
-		// Nothing changes.
+		// Nothing changes: the marks of frames 1 and 2 stay (markHold),
+		// worker-a and worker-b are still listed as left.
 		frameView(free(0, layout.LastExit{PID: 100, Reason: layout.ExitUnregistered}),
 			free(1, layout.LastExit{PID: 101, Reason: layout.ExitReclaimed}),
 			alive(2, 102, "worker-c", 8*time.Second),
 			dead(alive(3, 103, "flash", 0), shm.ProcReused)),
+		// 5 s after frame 2 (6 s after frame 1): every mark has gone, and
+		// so have the participants that left.
+		frameView(free(0, layout.LastExit{PID: 100, Reason: layout.ExitUnregistered}),
+			free(1, layout.LastExit{PID: 101, Reason: layout.ExitReclaimed}),
+			alive(2, 102, "worker-c", 13*time.Second),
+			dead(alive(3, 103, "flash", 0), shm.ProcReused)),
+	}
+	// Frames a second apart, the last 5 s after the one before.
+	for i, at := range []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 7 * time.Second} {
+		frames[i].Taken = frames[i].Taken.Add(at)
 	}
 	var state watchState
 	var b strings.Builder
+	var outs []string
 	for i, v := range frames {
 		var out string
 		out, state = renderWatch(state, v, opts)
+		outs = append(outs, out)
 		fmt.Fprintf(&b, "-- frame %d --\n%s", i, out)
+	}
+	for _, tc := range []struct {
+		frame int
+		marks []string
+		not   []string
+	}{
+		{1, []string{"!died", "+new"}, []string{"-left"}},
+		// worker-b's !died gave way to -left; worker-c's +new of frame 1 stays.
+		{2, []string{"-left", "│ +new   │ 2 ", "│ +new   │ 3 "}, []string{"!died"}},
+		{3, []string{"│ -left  │ 0 ", "│ -left  │ 1 ", "│ +new   │ 2 ", "│ +new   │ 3 "}, nil},
+		{4, nil, []string{"!died", "-left", "+new", "worker-a", "worker-b"}},
+	} {
+		for _, m := range tc.marks {
+			if !strings.Contains(outs[tc.frame], m) {
+				t.Errorf("frame %d: no %q\n%s", tc.frame, m, outs[tc.frame])
+			}
+		}
+		for _, m := range tc.not {
+			if strings.Contains(outs[tc.frame], m) {
+				t.Errorf("frame %d: %q still shown\n%s", tc.frame, m, outs[tc.frame])
+			}
+		}
 	}
 	compareGolden(t, filepath.Join("testdata", "watch_frames.golden"), b.String())
 

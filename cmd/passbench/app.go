@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -25,54 +26,60 @@ const (
 // errors to exit codes. Like every shmkit tool, passbench alone prints its
 // help; the comparison is `passbench compare`.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	u := newUI(stderr)
+	u := newUI(stdout, stderr)
 	return &cli.App{
 		Name:      "passbench",
 		Usage:     "measure what passing messages between processes costs, shmkit's ring against the alternatives",
 		UsageText: "passbench COMMAND [flags]",
-		Description: "passbench compare runs the default comparison (about 30 seconds); run, rtt and pass\n" +
-			"measure one thing each. Flags may come before or after a command's arguments. See docs/cli.md.",
+		Description: "passbench compare runs the default comparison (about a minute and a half); run, rtt, pass\n" +
+			"and bare measure one thing each. Flags may come before or after a command's arguments.\n" +
+			"See docs/cli.md.",
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // the caller decides the exit status
-		Commands:       []*cli.Command{compareCommand(u), runCommand(u), rttCommand(u), passCommand(u)},
+		Commands:       []*cli.Command{compareCommand(u), runCommand(u), rttCommand(u), passCommand(u), bareCommand(u)},
 	}
 }
 
 func compareCommand(u *ui) *cli.Command {
 	return &cli.Command{
 		Name:  "compare",
-		Usage: "compare the ring and the deque with a Unix socket, a pipe and a Go channel, plus the hardware floors",
-		UsageText: "passbench compare [--duration D | --messages N] [--rounds N] [--warmup N] [--payload B] [--capacity N]\n" +
-			"   [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
-		Description: "Compares the ring (poll and block modes) with the work-stealing deque,\n" +
-			"a Unix socket, a pipe and a Go channel (throughput, 64-byte messages, one producer and one\n" +
-			"consumer; the deque also with two thieves), then round-trip latencies including the two\n" +
-			"hardware floors (spin: cache-line ping-pong; futex: sleep/wake), and says which of the\n" +
-			"ring's goals are met. Takes about 30 seconds. See docs/cli.md.",
+		Usage: "compare the ring with a reference ring, the deque, a Unix socket, a pipe and a Go channel, plus the hardware floors",
+		UsageText: "passbench compare [--duration D | --messages N] [--rounds N] [--warmup N] [--repeat N] [--batch N] [--hogs N]\n" +
+			"   [--payload B] [--capacity N] [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
+		Description: "Compares the ring (poll and block modes, batches, loans) with a reference\n" +
+			"ring without crash safety, the work-stealing deque, a Unix socket, a pipe and a Go channel\n" +
+			"(throughput, 64-byte messages, one producer and one consumer; the deque also with two thieves),\n" +
+			"then round-trip latencies including the cache-line and futex ping-pongs; every row --repeat\n" +
+			"times, interleaved; with --hogs N also on a busy machine. Ends with a verdict. Takes about\n" +
+			"a minute and a half. `passbench bare` measures the queues alone. See docs/cli.md.",
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
 			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
 			roundsFlag(), warmupFlag(),
+			&cli.IntFlag{Name: "repeat", Value: defaultCompareRepeat, Usage: "runs of every row, the rows taking turns; medians, spreads and ratios are over these"},
+			&cli.IntFlag{Name: "batch", Value: defaultCompareBatch, Usage: "messages per batch call of the ring's batch rows"},
+			&cli.IntFlag{Name: "hogs", Usage: fmt.Sprintf("add a busy-machine section: ring/block, chan and uds with this many CPU-bound processes running beside (at most %d)", maxHogs), DefaultText: "0, no such section"},
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliutil.Usage("compare takes no arguments, got %q", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
-				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity")}
+				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity"),
+				Repeat: c.Int("repeat"), Batch: c.Int("batch"), Hogs: c.Int("hogs")}
 			if c.IsSet("messages") {
 				if c.IsSet("duration") {
 					return cliutil.Usage("give --messages or --duration, not both")
 				}
 				s.Duration = 0
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			rep, err := runCompare(c.Context, s, u)
-			if err != nil {
-				return err
+			if err != nil && (rep.Interrupted == nil || len(rep.AllRuns) == 0) {
+				return err // an interrupted comparison prints its finished runs first
 			}
 			if err := emit(c, rep, func(w io.Writer) error { return writeCompareText(w, rep) }); err != nil {
 				return err
@@ -85,10 +92,10 @@ func compareCommand(u *ui) *cli.Command {
 					rtt = append(rtt, r)
 				}
 			}
-			return plotIfAsked(c, []plotPanel{
+			return errors.Join(plotIfAsked(c, []plotPanel{
 				{title: "throughput runs: one-way latency, send to receive (queueing included)", runs: tput},
 				{title: "round-trip latency", runs: rtt},
-			})
+			}), err)
 		},
 	}
 }
@@ -99,7 +106,7 @@ func runCommand(u *ui) *cli.Command {
 		Usage: "one measured throughput run",
 		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
 			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
-			"   [--slot-size S] [--record DIR] [--lease] [--chaos N [--seed S]]\n" +
+			"   [--slot-size S] [--record DIR] [--lease] [--batch N] [--loan] [--chaos N [--seed S]]\n" +
 			"   [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
 		Flags: append([]cli.Flag{
 			transportFlag(canRun), modeFlag(),
@@ -110,13 +117,15 @@ func runCommand(u *ui) *cli.Command {
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
 			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
+			&cli.IntFlag{Name: "batch", Usage: "ring only, one consumer: producers push and the consumer pops with batch calls of N messages", DefaultText: "one at a time"},
+			&cli.BoolFlag{Name: "loan", Usage: "ring only: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliutil.Usage("run takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := runSpec{
@@ -125,7 +134,7 @@ func runCommand(u *ui) *cli.Command {
 				Messages: c.Int64("messages"), Duration: c.Duration("duration"),
 				Payload: c.Int("payload"), Capacity: c.Int("capacity"), SlotSize: c.Int("slot-size"),
 				Record: c.String("record"), Timeout: c.Duration("timeout"),
-				Lease: c.Bool("lease"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
+				Lease: c.Bool("lease"), Batch: c.Int("batch"), Loan: c.Bool("loan"), Chaos: c.Int("chaos"), Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"), u: u,
 			}
 			if s.SeedSet && s.Chaos == 0 {
 				return cliutil.Usage("--seed goes with --chaos")
@@ -152,7 +161,7 @@ func rttCommand(u *ui) *cli.Command {
 			if c.Args().Present() {
 				return cliutil.Usage("rtt takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := rttSpec{Transport: c.String("transport"), Mode: c.String("mode"), Options: optionsFrom(c),
@@ -190,7 +199,7 @@ func passCommand(u *ui) *cli.Command {
 			if c.Args().Present() {
 				return cliutil.Usage("pass takes no arguments, got %q", c.Args().First())
 			}
-			if err := checkPlotFlag(c); err != nil {
+			if err := checkFlags(c); err != nil {
 				return err
 			}
 			s := passSpec{
@@ -264,18 +273,9 @@ func optionsFrom(c *cli.Context) Options {
 	return Options{Rounds: c.Int("rounds"), Warmup: c.Int("warmup"), Timeout: c.Duration("timeout")}
 }
 
-// checkPlotFlag rejects a bad --plot name before anything is measured.
-func checkPlotFlag(c *cli.Context) error {
-	if p := c.String("plot"); p != "" {
-		_, err := plotFormat(p)
-		return err
-	}
-	return nil
-}
-
 func plotIfAsked(c *cli.Context, panels []plotPanel) error {
 	if p := c.String("plot"); p != "" {
-		return writePlot(p, panels)
+		return writePlot(p, panels, c.App.ErrWriter)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,7 @@ import (
 // Child processes are this same binary, re-executed with these variables
 // set. They are internal: nobody runs a child by hand.
 const (
-	envRole    = "PASSBENCH_ROLE"    // roleWorker, roleFloor or roleSched
+	envRole    = "PASSBENCH_ROLE"    // roleWorker, roleFloor, roleSched, roleBare or roleHog
 	envJob     = "PASSBENCH_JOB"     // the role's job, as JSON
 	envTimeout = "PASSBENCH_TIMEOUT" // the child exits after this long whatever happens
 
@@ -32,6 +33,11 @@ func isChild() bool { return os.Getenv(envRole) != "" }
 
 // childMain is the whole life of a child process; it returns the exit code.
 func childMain() int {
+	// Ctrl-C on a terminal signals the whole process group: the parent
+	// ends its children itself (and keeps what finished), so a child must
+	// not die of the signal first and turn an interruption into a failed
+	// run. A parent that is gone is noticed by watchParent.
+	signal.Ignore(os.Interrupt)
 	role := os.Getenv(envRole)
 	limit, err := time.ParseDuration(os.Getenv(envTimeout))
 	if err != nil || limit <= 0 {
@@ -47,6 +53,10 @@ func childMain() int {
 		err = floorPeerMain(job)
 	case roleSched:
 		err = passChildMain(job)
+	case roleBare:
+		err = bareChildMain(job)
+	case roleHog:
+		err = hogMain()
 	default:
 		err = fmt.Errorf("bad %s=%q", envRole, role)
 	}

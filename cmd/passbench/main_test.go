@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/shmkit/shmkit/internal/proctest"
 )
 
 // TestMain lets the test binary double as every child process: the
@@ -18,5 +20,7 @@ func TestMain(m *testing.M) {
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	proctest.RemoveBuilds()
+	os.Exit(code)
 }

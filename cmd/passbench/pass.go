@@ -300,7 +300,7 @@ func runPass(ctx context.Context, s passSpec, u *ui) (res Result, err error) {
 		plan = newChaosPlan(s.Chaos, seed, rolePassWorker, s.Passes, s.Duration, f.ctl.progress, replace)
 	}
 
-	stopBar := u.track("pass", s.Passes, s.Duration, f.ctl.progress)
+	stopBar := u.track("pass", "passes", s.Passes, s.Duration, f.ctl.progress)
 	defer stopBar()
 	if watch != nil {
 		watch.start()

@@ -301,48 +301,82 @@ func checkPicture(t *testing.T, path, magic string) {
 	}
 }
 
-// The default comparison, scaled down: every run, the goals, the table.
+// The default comparison, scaled down: every row in every round, the
+// median runs, the ratios, the verdict, the table.
 func TestCompare(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "cmp.svg")
-	out, code, err := runApp(t, "compare", "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--json", "--plot", plot)
-	if code != 0 {
+	var stdout, stderr bytes.Buffer
+	app := newApp(&stdout, &stderr)
+	cliutil.Prepare(app) // the grammar cliutil.Run gives every tool
+	ordered, _ := cliutil.Reorder(app, []string{"passbench", "compare",
+		"--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--repeat", "2", "--json", "--plot", plot})
+	err := app.RunContext(t.Context(), ordered)
+	if code := cliutil.Code(err); code != 0 {
 		t.Fatalf("exit %d: %v", code, err)
 	}
+	out := stdout.String()
+	// stdout is no terminal: one stage line per run, then where the plot
+	// went.
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	labels := lineupLabels(defaultCompareBatch)
+	if len(lines) != 2*len(labels)+1 {
+		t.Fatalf("%d lines on stderr, want %d:\n%s", len(lines), 2*len(labels)+1, stderr.String())
+	}
+	for i, l := range lines[:2*len(labels)] {
+		kind := kindThroughput
+		length := strconv.Itoa(testMsgs) + " msgs"
+		if i%len(labels) >= len(compareThroughput) {
+			kind, length = kindRTT, "100 round trips"
+		}
+		want := fmt.Sprintf("passbench: run %d/%d, round %d of 2: %s %s (%s)", i+1, 2*len(labels), i/len(labels)+1, kind, labels[i%len(labels)], length)
+		if l != want {
+			t.Errorf("stage line %d: %q, want %q", i+1, l, want)
+		}
+	}
+	if want := "passbench: plot written to " + plot + " (2 panels)"; lines[len(lines)-1] != want {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
+	}
 	var raw struct {
-		Format string           `json:"format"`
-		Runs   []map[string]any `json:"runs"`
-		Ratios []map[string]any `json:"ratios"`
+		Format  string           `json:"format"`
+		Runs    []map[string]any `json:"runs"`
+		AllRuns []map[string]any `json:"all_runs"`
+		Ratios  []map[string]any `json:"ratios"`
+		Verdict []string         `json:"verdict"`
 	}
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if raw.Format != compareFormat || len(raw.Runs) != len(compareThroughput)+len(compareRTT) {
-		t.Fatalf("format %q, %d runs", raw.Format, len(raw.Runs))
+	rows := len(compareThroughput) + len(compareRTT)
+	if raw.Format != compareFormat || len(raw.Runs) != rows || len(raw.AllRuns) != 2*rows {
+		t.Fatalf("format %q, %d runs, %d in all", raw.Format, len(raw.Runs), len(raw.AllRuns))
 	}
-	deques := 0
+	deques, batches, loans, bare := 0, 0, 0, 0
 	for _, r := range raw.Runs {
 		checkRunJSON(t, r)
-		if r["transport"] == "deque" {
+		switch {
+		case r["transport"] == "deque":
 			deques++
 			if _, ok := r["deque"].(map[string]any); !ok || r["producers"] != 1.0 {
 				t.Errorf("deque run: %v", r)
 			}
+		case r["batch"] == float64(defaultCompareBatch):
+			batches++
+		case r["loan"] == true:
+			loans++
+		case r["transport"] == bareTransport:
+			bare++
 		}
 	}
-	if deques != 3 {
-		t.Errorf("%d deque runs, want 3", deques)
+	if deques != 3 || batches != 2 || loans != 1 || bare != 2 {
+		t.Errorf("%d deque, %d batch, %d loan, %d reference runs; want 3, 2, 1, 2", deques, batches, loans, bare)
 	}
-	goals := 0
 	for _, r := range raw.Ratios {
 		if _, ok := r["met"]; ok {
-			goals++
-			if _, ok := r["goal"]; !ok {
-				t.Errorf("goal without a goal: %v", r)
-			}
+			t.Errorf("a goal without --hogs: %v", r)
 		}
 	}
-	if goals != 4 {
-		t.Errorf("%d goals, want 4: %v", goals, raw.Ratios)
+	if len(raw.Verdict) < 5 {
+		t.Errorf("verdict: %q", raw.Verdict)
 	}
 	checkPicture(t, plot, "<?xml")
 
@@ -354,10 +388,15 @@ func TestCompare(t *testing.T) {
 	if err := writeCompareText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"machine:", "ring/poll", "ring/block", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin", "futex", "÷ ring/poll", "goals", "goal >= 30"} {
+	for _, want := range []string{"machine:", "ring/poll", "ring/block", "ring/poll batch 32", "ring/poll loan",
+		"bare ring (reference, no crash safety)", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin",
+		"futex ping-pong (sleeps every round)", "÷ ring/poll", "[", "verdict:", "docs/bench.md", "other processes used"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
+	}
+	if strings.Contains(text.String(), "goals (from the ring issue)") {
+		t.Error("the goals text is still there")
 	}
 	checkNoLeftovers(t)
 }

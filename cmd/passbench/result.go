@@ -13,7 +13,7 @@ import (
 // The JSON formats; each changes only when its fields do.
 const (
 	runFormat     = "passbench.run/1"     // one Result with the envelope
-	compareFormat = "passbench.compare/1" // the default comparison
+	compareFormat = "passbench.compare/2" // the default comparison: rows run several times, medians
 )
 
 // Kinds of measurement.
@@ -44,6 +44,10 @@ type Result struct {
 	Corrupt      int64   `json:"corrupt"`         // failed the length, checksum or range checks
 	Killed       int     `json:"killed"`          // workers killed on purpose during the run (--chaos)
 	Lease        bool    `json:"lease,omitempty"` // consumers leased messages (Claim/Ack) under a watchdog
+	Batch        int     `json:"batch,omitempty"` // run --batch: messages per batch call on both sides
+	Loan         bool    `json:"loan,omitempty"`  // run --loan: producers wrote each message into a loan in place
+	Round        int     `json:"round,omitempty"` // comparison: which turn of the interleaved runs (1, 2, ...)
+	Hogs         int     `json:"hogs,omitempty"`  // comparison: CPU hogs running beside (the busy-machine section)
 
 	Ring  *RingStats   `json:"ring,omitempty"`
 	Deque *DequeStats  `json:"deque,omitempty"`
@@ -91,10 +95,23 @@ type DequeStats struct {
 
 // name is how tables and ratios call the run: "ring/poll", "uds".
 func (r *Result) name() string {
-	if r.Transport == "ring" || r.Transport == "deque" {
-		return r.Transport + "/" + r.Mode
+	n := r.Transport
+	switch r.Transport {
+	case "ring", "deque":
+		n = r.Transport + "/" + r.Mode
+	case bareTransport:
+		n = "bare ring (reference, no crash safety)"
+	case "futex":
+		// Not a floor: ring/block beats it by spinning before it sleeps.
+		n = "futex ping-pong (sleeps every round)"
 	}
-	return r.Transport
+	if r.Batch > 1 {
+		n += fmt.Sprintf(" batch %d", r.Batch)
+	}
+	if r.Loan {
+		n += " loan"
+	}
+	return n
 }
 
 // label is name, with the producers × consumers when they are not 1×1:

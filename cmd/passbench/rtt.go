@@ -49,7 +49,7 @@ func measureRTT(ctx context.Context, s rttSpec, u *ui) (Result, error) {
 		return Result{}, err
 	}
 	var done atomic.Int64
-	stopBar := u.track(fmt.Sprintf("rtt %s/%s", tr.Name, s.Mode), int64(rounds), 0, done.Load)
+	stopBar := u.track(fmt.Sprintf("rtt %s/%s", tr.Name, s.Mode), "round trips", int64(rounds), 0, done.Load)
 	defer stopBar()
 	if tr.floor != nil {
 		return measureFloor(ctx, tr.floor, s.Options, &done)

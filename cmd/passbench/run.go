@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -27,6 +28,8 @@ type runSpec struct {
 	Record    string // directory for the consumers' lists of what they received
 	Timeout   time.Duration
 	Lease     bool  // consumers lease (Claim/Ack) under a watchdog; ring and deque only
+	Batch     int   // ring only: workers send and receive with batch calls of this many (0, 1: one at a time)
+	Loan      bool  // ring only: producers write each message into a loan in place
 	Chaos     int   // consumers to kill during the run (implies Lease)
 	Seed      int64 // of the kill plan
 	SeedSet   bool  // Seed was given; else a fresh one is drawn
@@ -84,6 +87,9 @@ func (s *runSpec) check() (*transportInfo, error) {
 			return nil, cliutil.Usage("--record does not go with --chaos or --lease")
 		}
 	}
+	if err := s.checkBatchLoan(tr); err != nil {
+		return nil, err
+	}
 	if s.Messages == 0 && s.Duration == 0 {
 		s.Messages = defaultRunMsgs
 	}
@@ -110,6 +116,9 @@ func checkLane(tr *transportInfo, payload, capacity, slotSize int) error {
 	case slotSize != 0 && (slotSize%64 != 0 || slotSize < int(transport.SlotSizeFor(payload))):
 		return cliutil.Usage("--slot-size must be a multiple of 64 of at least %d for a %d-byte payload, got %d",
 			transport.SlotSizeFor(payload), payload, slotSize)
+	case tr.Name == bareTransport && (max(slotSize, int(transport.SlotSizeFor(payload))) > bareMaxSlot || capacity < 2):
+		return cliutil.Usage("the reference ring takes slots of at most %d bytes (payloads up to %d) and at least 2 of them",
+			bareMaxSlot, bareMaxSlot-layout.RingSlotWordSize)
 	}
 	return nil
 }
@@ -158,7 +167,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 	f.keepLinked = s.Chaos > 0
 
 	cfg := laneConfig{Transport: tr.Name, Mode: s.Mode, Payload: s.Payload, Capacity: s.Capacity,
-		SlotSize: s.SlotSize, Participants: s.Producers + s.Consumers + s.Chaos + 2}
+		SlotSize: s.SlotSize, Participants: s.Producers + s.Consumers + s.Chaos + 2, Batch: s.Batch, Loan: s.Loan}
 	if s.Lease {
 		cfg.DeliveryLimit = leaseDeliveryLimit
 	}
@@ -199,7 +208,7 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 		return Result{}, err
 	}
 
-	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), s.Messages, s.Duration, f.ctl.progress)
+	stopBar := u.track(fmt.Sprintf("%s/%s", tr.Name, s.Mode), "msgs", s.Messages, s.Duration, f.ctl.progress)
 	defer stopBar()
 	chaos := s.chaos
 	var plan *chaosPlan
@@ -258,6 +267,10 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 	res.Kind, res.Transport, res.Mode = kindThroughput, tr.Name, s.Mode
 	res.Producers, res.Consumers, res.PayloadBytes = s.Producers, s.Consumers, s.Payload
 	res.Capacity, res.Killed, res.Lease = ln.capacity(), killed, s.Lease
+	res.Loan = s.Loan
+	if s.Batch > 1 {
+		res.Batch = s.Batch
+	}
 	switch l := ln.(type) {
 	case *ringLane:
 		res.Ring = l.stats()

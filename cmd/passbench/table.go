@@ -178,44 +178,6 @@ func writePassSubmitters(w io.Writer, r *Result) error {
 	return t.Render()
 }
 
-// writeCompareText prints the default comparison.
-func writeCompareText(w io.Writer, rep CompareReport) error {
-	payload := defaultPayload
-	if len(rep.Runs) > 0 {
-		payload = rep.Runs[0].PayloadBytes
-	}
-	fmt.Fprintf(w, "passbench: the shmkit ring (and deque) against other ways to pass %d-byte messages between processes\n", payload)
-	writeHeader(w, rep.Envelope)
-	var tput, rtt []*Result
-	for i := range rep.Runs {
-		if r := &rep.Runs[i]; r.Kind == kindThroughput {
-			tput = append(tput, r)
-		} else {
-			rtt = append(rtt, r)
-		}
-	}
-	fmt.Fprintln(w, "\nthroughput: 1 producer, 1 consumer unless P×C says otherwise; latency is one way, send to receive, queueing included")
-	if err := writeThroughput(w, tput, find(rep.Runs, kindThroughput, "ring", modePoll)); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nround trip: one message there and back")
-	if err := writeRTT(w, rtt, find(rep.Runs, kindRTT, "ring", modePoll)); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\ngoals (from the ring issue):")
-	for _, r := range rep.Ratios {
-		if r.Met == nil {
-			continue
-		}
-		verdict := "met"
-		if !*r.Met {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(w, "  %-30s %8.2f   goal %-7s %s\n", r.Name, r.Value, r.Goal, verdict)
-	}
-	return nil
-}
-
 // count is "1 worker", "2 workers".
 func count(n int, what string) string {
 	if n == 1 {

@@ -51,6 +51,12 @@ var transports = []*transportInfo{
 		newLane: newDequeLane, openEnd: openDequeEnd,
 	},
 	{
+		Name: bareTransport, Modes: []string{modePoll}, Throughput: true, RTT: true, Slotted: true,
+		About:         "reference only, no crash safety, not for use: internal/bareref's minimal Vyukov ring (one CAS and one store per side), TryPush / TryPop in a loop with the ring's poll back-off",
+		DefaultRounds: map[string]int{modePoll: 100000},
+		newLane:       newBareLane, openEnd: openBareEnd,
+	},
+	{
 		Name: "uds", Modes: []string{modeBlock}, Throughput: true, RTT: true,
 		About:         "one write(2) and one read(2) of a whole message on a blocking AF_UNIX SOCK_SEQPACKET socket pair",
 		DefaultRounds: map[string]int{modeBlock: 20000},
@@ -125,6 +131,8 @@ type laneConfig struct {
 	SlotSize      int    `json:"slot_size,omitempty"` // ring, deque: 0 for the smallest that fits Payload
 	Participants  int    `json:"participants,omitempty"`
 	DeliveryLimit int    `json:"delivery_limit,omitempty"` // ring, deque: 0 for the default
+	Batch         int    `json:"batch,omitempty"`          // ring: workers send and receive with batch calls of this many (batch_end.go)
+	Loan          bool   `json:"loan,omitempty"`           // ring: producers write each message into a loan in place
 }
 
 // slotConfig is the geometry of a ring or deque lane (they share it).

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -109,14 +111,18 @@ func TestPlotSynthetic(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"p.svg", "p.png"} {
 		path := filepath.Join(dir, name)
-		if err := writePlot(path, []plotPanel{{title: "one", runs: runs}, {title: "two", runs: runs[:1]}}); err != nil {
+		var note bytes.Buffer
+		if err := writePlot(path, []plotPanel{{title: "one", runs: runs}, {title: "two", runs: runs[:1]}}, &note); err != nil {
 			t.Fatal(err)
+		}
+		if want := "passbench: plot written to " + path + " (2 panels)\n"; note.String() != want {
+			t.Errorf("note %q, want %q", note.String(), want)
 		}
 		if fi, err := os.Stat(path); err != nil || fi.Size() < 1000 {
 			t.Errorf("%s: %v, %v", name, fi, err)
 		}
 	}
-	if err := writePlot(filepath.Join(dir, "empty.svg"), []plotPanel{{title: "none", runs: runs[2:]}}); err == nil {
+	if err := writePlot(filepath.Join(dir, "empty.svg"), []plotPanel{{title: "none", runs: runs[2:]}}, io.Discard); err == nil {
 		t.Error("empty plot: no error")
 	}
 }

@@ -186,6 +186,7 @@ func workerMain(jobJSON string) (err error) {
 			return err
 		}
 	}
+	tx, rx = wrapEnds(j.Lane, tx, rx)
 	var lk *leaseKit
 	if j.Role == roleConsumer && j.Lease {
 		if lk, err = openLeaseKit(&j); err != nil {

@@ -23,8 +23,9 @@ func newApp(stdout io.Writer) *cli.App {
 		// help, completion and man, --version, and the flag grammar are
 		// cliutil.Prepare's, as in every shmkit tool.
 		Commands: []*cli.Command{
-			createCommand(), inspectCommand(), hexdumpCommand(), pushCommand(),
+			createCommand(), inspectCommand(), peekCommand(), hexdumpCommand(), pushCommand(),
 			drainCommand(), watchCommand(), verifyCommand(), repairCommand(),
+			getCommand(), putCommand(), delCommand(), listCommand(), serveCommand(),
 		},
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
+	"github.com/shmkit/shmkit/transport/check"
 )
 
 // Heartbeat tables that drain --heartbeat creates when missing.
@@ -51,6 +52,7 @@ type drainQueue interface {
 	TakePoisoned(buf []byte) (n, deliveries int, err error)
 	MaxPayload() int
 	ID() uint64
+	Check() check.Report // for warnStranded
 	Close() error
 }
 
@@ -99,7 +101,7 @@ func runDrain(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if format == cliutil.FormatJSON && c.IsSet("encoding") {
+	if format == cliutil.FormatJSON && (c.IsSet("encoding") || c.IsSet("hex")) {
 		return cliutil.Usage("drain: --encoding applies to text output (JSON carries data_hex)")
 	}
 	if format == cliutil.FormatText {
@@ -114,13 +116,23 @@ func runDrain(c *cli.Context, path string) error {
 		if d.cmd == "" {
 			return cliutil.Usage("drain: --exec needs a command")
 		}
-		d.print = c.IsSet("format") || c.IsSet("json") || c.IsSet("encoding")
+		d.print = c.IsSet("format") || c.IsSet("json") || c.IsSet("encoding") || c.IsSet("hex")
 	}
 	if c.Int("max") < 0 {
 		return cliutil.Usage("drain: --max must not be negative")
 	}
 	if c.Bool("poisoned") && (d.lease || c.Bool("follow")) {
 		return cliutil.Usage("drain: --poisoned excludes --lease, --exec, --heartbeat and --follow")
+	}
+	if d.lease && d.cmd == "" {
+		// The only honest ack of a message printed to stdout is none:
+		// a write to a pipe returns once the bytes are in its buffer,
+		// and nothing says whether the reader got to them (drain | head
+		// -1 would ack what sits unread in the pipe).
+		return cliutil.Usage("drain: --lease and --heartbeat need --exec CMD: a message printed to stdout would be acked once written to the pipe, which cannot tell whether the reader processed it (--exec acks when CMD exits 0; ringctl peek shows messages without taking them)")
+	}
+	if c.Bool("create-heartbeat") && !c.IsSet("heartbeat") {
+		return cliutil.Usage("drain: --create-heartbeat needs --heartbeat HB")
 	}
 	// A reader that goes away (drain | head) makes writes fail with EPIPE
 	// instead of killing drain with SIGPIPE while it holds a lease.
@@ -131,16 +143,16 @@ func runDrain(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case k.queue == nil:
+	if k.queue == nil {
 		return k.refuse(path, "drain", "rings and deques")
-	case c.IsSet("heartbeat") && !k.watched():
-		return cliutil.Usage("drain: --heartbeat applies to rings (a watchdog repairs rings only); %s is a %s", path, k.kind)
 	}
 	if d.drainSource, err = k.queue(c, path); err != nil {
 		return err
 	}
 	defer d.q.Close()
+	if err := warnStranded(c, path, d.q); err != nil {
+		return err
+	}
 	// The whole drain runs under the fault guard (this goroutine's: one
 	// setting for the run, nothing per message): a file truncated or
 	// holed under it is exit 3 naming it, not a SIGBUS. A blocked
@@ -150,7 +162,7 @@ func runDrain(c *cli.Context, path string) error {
 		err = guard(path, func() error { return d.poisoned(c.Context, c.Int("max")) })
 	} else {
 		if hb := c.String("heartbeat"); hb != "" {
-			stop, err := d.register(c, shm.Resolve(hb))
+			stop, err := d.register(c, shm.Resolve(hb), c.Bool("create-heartbeat"))
 			if err != nil {
 				return err
 			}
@@ -208,11 +220,10 @@ func (d *drainer) run(ctx context.Context, max int, follow bool) error {
 	return nil
 }
 
-// handle deals with one lease. Plain drain: ack, then print. --lease:
-// the message is handled (printed, or run through the command) and then
-// acked, or released if its command fails or it cannot be printed. With
-// --exec the command is the handling: a message is acked once its command
-// succeeded, before it is printed (if --format asks).
+// handle deals with one lease. Plain drain: ack, then print. --exec (and
+// so --lease): the command is the handling: a message is acked once its
+// command succeeded, before it is printed (if --format asks), and
+// released if the command fails.
 func (d *drainer) handle(l transport.Lease) error {
 	data := bytes.Clone(l.Data()) // the lease aliases the mapping until Ack
 	pos := position(&d.lay, l.Slot(), l.Lap(), d.front())
@@ -222,7 +233,7 @@ func (d *drainer) handle(l transport.Lease) error {
 		}
 		err := d.emit(&pos, data, &l.Deliveries)
 		if errors.Is(err, syscall.EPIPE) {
-			return cliutil.FileError(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (use --lease with a reader that may stop early)", pos))
+			return cliutil.FileError(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (ringctl peek shows messages without taking them; drain --exec acks only what a command handled)", pos))
 		}
 		return err
 	}
@@ -232,15 +243,6 @@ func (d *drainer) handle(l transport.Lease) error {
 			return errors.Join(cliutil.FileError(d.path, err), d.release(l))
 		}
 		defer d.member.ClearLease(ref)
-	}
-	if d.cmd == "" {
-		if err := d.emit(&pos, data, &l.Deliveries); err != nil {
-			if rerr := d.release(l); rerr != nil || !errors.Is(err, syscall.EPIPE) {
-				return errors.Join(err, rerr)
-			}
-			return errOutputClosed // released: the next reader gets it
-		}
-		return cliutil.FileError(d.path, d.q.Ack(l))
 	}
 	ok, err := d.exec(data, pos, l.Deliveries)
 	switch {
@@ -380,16 +382,20 @@ func (d *drainer) returned(ctx context.Context, max int) error {
 	return nil
 }
 
-// register joins heartbeat table hb (creating it if missing) and beats
-// every beatInterval until the returned stop is called, which unregisters.
-func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
+// register joins heartbeat table hb and beats every beatInterval until
+// the returned stop is called, which unregisters. The table must exist
+// unless create is set: a typo must not start a table nobody watches.
+func (d *drainer) register(c *cli.Context, hb string, create bool) (stop func(), err error) {
 	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return nil, err
 	}
 	t, err := heartbeat.Open(hb, opts...)
-	if errors.Is(err, shm.ErrNotExist) {
+	switch {
+	case errors.Is(err, shm.ErrNotExist) && create:
 		t, _, err = heartbeat.OpenOrCreate(hb, heartbeat.Config{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
+	case errors.Is(err, shm.ErrNotExist):
+		return nil, cliutil.FileError(hb, fmt.Errorf("%w (--heartbeat names an existing table; add --create-heartbeat to create one)", err))
 	}
 	if err != nil {
 		return nil, cliutil.FileError(hb, err)
@@ -432,26 +438,32 @@ func (d *drainer) register(c *cli.Context, hb string) (stop func(), err error) {
 }
 
 func drainCommand() *cli.Command {
-	return command("drain", "take messages and print them one per line, or hand each to a command", "PATH [--max N] [--format text|json | --json] [--encoding text|hex] [--follow] [--lease [--heartbeat HB] [--exec CMD]] [--poisoned]", runDrain,
+	return command("drain", "take messages and print them one per line, or hand each to a command", "PATH [--max N] [--format text|json | --json] [--encoding text|hex | --hex] [--follow] [--exec CMD [--heartbeat HB [--create-heartbeat]]] [--poisoned]", runDrain,
 		"Without --follow, drain stops when the ring is empty (exit 0, also when it was empty to\n"+
 			"begin with); with --follow it waits for more until Ctrl-C (exit 0). Each message is taken\n"+
-			"with a lease. Without --lease the lease is acked as soon as the message is copied out, so it\n"+
-			"is gone from the ring before it is printed, as with a pop. With --lease it is acked only once\n"+
-			"handled: printed, or with --exec once `sh -c CMD`, given the message on its standard input,\n"+
-			"exits 0; a command that fails has its message released for redelivery (one line on stderr)\n"+
-			"and drain exits 1 at the end. A drain --lease killed at any moment loses nothing: ringctl\n"+
-			"repair brings back what it held. --exec and --heartbeat imply --lease. With --exec, messages\n"+
-			"are printed (after their command succeeded) only if --format, --json or --encoding is\n"+
-			"given. The command's output goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n"+
-			"--poisoned takes the messages set aside as poison instead (their position is not known).\n"+
-			"A deque is drained from the top as a thief, also while its owner is alive (ringctl never\n"+
-			"owns a deque); returned messages come first. --heartbeat applies to rings only.",
-		withFormat(&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
-			cliutil.EncodingFlag(),
-			&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
-			&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled"},
-			&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (created if missing), recording each lease"},
-			&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
-			&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
-			cliutil.AllowModeFlag())...)
+			"with a lease. Without --exec the lease is acked as soon as the message is copied out, so it\n"+
+			"is gone from the ring before it is printed, as with a pop (ringctl peek looks without\n"+
+			"taking). With --exec CMD it is acked only once `sh -c CMD`, given the message on its\n"+
+			"standard input, exits 0; a command that fails has its message released for redelivery (one\n"+
+			"line on stderr) and drain exits 1 at the end. A drain --exec killed at any moment loses\n"+
+			"nothing: ringctl repair brings back what it held. --lease without --exec is refused: a\n"+
+			"message printed to a pipe cannot be known to be processed. With --exec, messages are\n"+
+			"printed (after their command succeeded) only if --format, --json or --encoding is given. The\n"+
+			"command's output goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES\n"+
+			"in its environment.\n"+
+			"--heartbeat HB (with --exec) registers in heartbeat table HB, which must exist unless\n"+
+			"--create-heartbeat is given, and records each lease there (hbdump --ring shows who holds\n"+
+			"what). --poisoned takes the messages set aside as poison instead (their position is not\n"+
+			"known). A deque is drained from the top as a thief, also while its owner is alive (ringctl\n"+
+			"never owns a deque); returned messages come after the newer ones. When the file holds\n"+
+			"messages of dead processes, drain says so on stderr (run ringctl repair).",
+		withFormat(append([]cli.Flag{&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"}},
+			append(cliutil.EncodingFlags(),
+				&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
+				&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled (needs --exec, which implies it)"},
+				&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (it must exist), recording each lease (needs --exec)"},
+				&cli.BoolFlag{Name: "create-heartbeat", Usage: "create the --heartbeat table if it does not exist (64 members, 16 leases each)"},
+				&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
+				&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
+				cliutil.AllowModeFlag())...)...)...)
 }

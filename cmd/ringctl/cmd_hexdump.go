@@ -279,5 +279,5 @@ the command exits 1 after saying on stderr what failed to validate.`,
 		&cli.BoolFlag{Name: "header", Usage: "only the common header"},
 		&cli.IntFlag{Name: "slot", Usage: "only slot `I` of a ring or deque (word and payload), or bucket I of a hash map"},
 		&cli.StringFlag{Name: "range", Usage: "only bytes [A, B), decimal or 0x hex; A or B may be left out", Value: ""},
-		cliutil.AllowModeFlag())
+		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }

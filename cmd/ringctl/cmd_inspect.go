@@ -33,5 +33,5 @@ func inspectCommand() *cli.Command {
 	return command("inspect", "show a ring's, deque's or hash map's header, counters, slot or bucket states and problems (read-only)", "PATH [--slots] [--format text|json | --json]", runInspect,
 		"",
 		withFormat(&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free (for a hash map: every bucket that is not empty)"},
-			cliutil.AllowModeFlag())...)
+			cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
 }

@@ -74,6 +74,9 @@ func runPush(c *cli.Context, path string) error {
 		return err
 	}
 	defer r.Close()
+	if err := warnStranded(c, path, r); err != nil {
+		return err
+	}
 	limit := r.MaxPayload()
 	tooLarge := func(i int, size msgSize, pushed int) error {
 		return cliutil.FileError(path, fmt.Errorf("%w: message %d is %s, more than the limit of %d bytes (slot size %d); %s pushed before it",

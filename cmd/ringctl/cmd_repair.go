@@ -108,7 +108,7 @@ func runRepair(c *cli.Context, path string) error {
 		return err
 	}
 	if hbPath != "" && !k.watched() {
-		return cliutil.Usage("repair: --heartbeat applies to rings (a watchdog repairs rings only); %s is a %s", path, k.kind)
+		return cliutil.Usage("repair: --heartbeat applies to rings and deques (a watchdog repairs queues); %s is a %s", path, k.kind)
 	}
 	rep, err := planRepair(c, k, path, hbPath)
 	if err != nil {
@@ -247,6 +247,65 @@ func repairWith[H io.Closer, R any](open func(string, ...shm.Option) (H, error),
 	}
 }
 
+// watchedPlan is a watchdog's dry run over table hb with the one queue
+// q (Watchdog.Scan(false)): the members it would reclaim or keep.
+func watchedPlan(hb *heartbeat.Table, q heartbeat.Repairable) []findingJSON {
+	return memberPlan(heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{q}}).Scan(false))
+}
+
+// repairWatched makes the apply of a kind a watchdog repairs (rings and
+// deques): open for repair with open (no participant entry: a table full
+// of dead entries must not stop the repair that frees them; the Repair
+// runs as the table's repairer entry), then the queue's Repair, or with a
+// heartbeat table a watchdog scan that repairs the queue and reclaims the
+// table's dead members. The verb has made the backup before.
+func repairWatched[Q interface {
+	heartbeat.Repairable
+	io.Closer
+}](open func(string, ...shm.Option) (Q, error), rows func(check.RepairReport) repairDone) func(*cli.Context, string, string) (*repairResult, error) {
+	return func(c *cli.Context, path, hbPath string) (*repairResult, error) {
+		q, err := openWith(c, path, open)
+		if err != nil {
+			return nil, err
+		}
+		defer q.Close()
+		var rr check.RepairReport
+		var reclaimed []deadJSON
+		var notDone []string
+		repaired := false
+		if hbPath != "" {
+			opts, err := cliutil.OpenOptions(c)
+			if err != nil {
+				return nil, err
+			}
+			hb, err := heartbeat.Open(hbPath, opts...)
+			if err != nil {
+				return nil, cliutil.FileError(hbPath, err)
+			}
+			defer hb.Close()
+			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{q}}).Scan(true)
+			for _, p := range wr.Reclaimed {
+				reclaimed = append(reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, PidNS: p.PidNS,
+					OtherNamespace: p.Verdict.OtherNS, Label: p.Label, Reason: p.Verdict.Reason})
+			}
+			notDone = append(notDone, wr.Problems...)
+			if len(wr.QueueRepairs) > 0 {
+				rr, repaired = wr.QueueRepairs[0].Report, wr.QueueRepairs[0].Err == ""
+			}
+		}
+		if !repaired { // the watchdog repairs its queues only when the table has dead members
+			var busy []string
+			if rr, busy, err = repairOnce(path, q.Repair); err != nil {
+				return nil, err
+			}
+			notDone = append(notDone, busy...)
+		}
+		res := newRepairResult(rows(rr), notDone)
+		res.Reclaimed = append(res.Reclaimed, reclaimed...)
+		return res, cliutil.FileError(path, q.Close())
+	}
+}
+
 // backupFirst marks the report applied and, unless --no-backup, copies
 // the file to its backup (--backup, or a fresh PATH.bak-<UTC time>-<random>:
 // cliutil.Backup) before any change.
@@ -327,7 +386,7 @@ a backup (PATH.bak-<UTC time>-<random> unless --backup or --no-backup; an existi
 symlink is never written through), then the file's own Repair runs, without a participant
 entry of its own (as the table's repairer entry: a table full of dead entries does not stop
 it), and what it did is printed. With --heartbeat HB a watchdog also reclaims the table's
-slots of dead members once their leases are back in the ring (rings only). A deque whose
+slots of dead members once their leases are back in the ring or deque. A deque whose
 owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
 live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,
 		withFormat(&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},

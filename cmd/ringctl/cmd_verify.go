@@ -65,5 +65,5 @@ and what a repair would do about it: reserved header bytes, head and tail (a deq
 bottom, owner word and pending hint; a map's home locks), every slot or bucket word, owners
 proven dead, poisoned messages, participant entries and the repair lock.
 Exit 0 when clean, 1 when problems were found.`,
-		withFormat(cliutil.AllowModeFlag())...)
+		withFormat(cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
 }

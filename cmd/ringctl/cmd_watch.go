@@ -33,6 +33,9 @@ func runWatch(c *cli.Context, path string) error {
 	if frame == nil {
 		return k.refuse(path, "watch", "rings and deques")
 	}
+	if err := warnStranded(c, path, v); err != nil {
+		return err
+	}
 	tty := cliutil.IsTerminal(c.App.Writer)
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
@@ -173,5 +176,5 @@ Rates are "-" in the first frame.
 Ctrl-C ends it (exit 0).`,
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between frames"},
 		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` frames (0: until Ctrl-C)"},
-		cliutil.AllowModeFlag())
+		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,7 +153,7 @@ func TestDrainLeaseExecFailureAndPoison(t *testing.T) {
 // cleanly (exit 0) on SIGINT.
 func TestDrainFollowInterrupt(t *testing.T) {
 	path := newRing(t, 8)
-	cmd := exec.Command(ringctl(t), "drain", path, "--follow", "--lease")
+	cmd := exec.Command(ringctl(t), "drain", path, "--follow")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -316,40 +315,6 @@ func TestTruncatedUnderMapping(t *testing.T) {
 	})
 	if cliutil.Code(err) != cliutil.ExitUnusable || !strings.HasPrefix(err.Error(), path+": memory fault on the mapping: file shorter than its header declares") {
 		t.Fatalf("%v (code %d)", err, cliutil.Code(err))
-	}
-}
-
-// TestDrainReaderGone: a drain --lease whose reader goes away releases the
-// message in hand and ends cleanly, instead of dying of SIGPIPE with it
-// leased.
-func TestDrainReaderGone(t *testing.T) {
-	path := newRing(t, 8)
-	run(t, "", "push", path, "--seq", "1:1")
-	cmd := exec.Command(ringctl(t), "drain", path, "--follow", "--lease")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	first := make([]byte, 2)
-	if _, err := io.ReadFull(out, first); err != nil || string(first) != "1\n" {
-		t.Fatalf("%q %v", first, err)
-	}
-	out.Close()
-	run(t, "", "push", path, "--seq", "2:2")
-	if err := cmd.Wait(); err != nil || stderr.Len() != 0 {
-		t.Fatalf("%v %q", err, stderr.String())
-	}
-	if rep := inspectJSON(t, path); len(rep.Participants) != 0 || rep.States.Ready != 1 || rep.States.Leased != 0 {
-		t.Fatalf("%+v", rep)
-	}
-	if r := run(t, "", "drain", path, "--format", "json"); r.stdout != `{"pos":2,"len":1,"deliveries":2,"data_hex":"32"}`+"\n" {
-		t.Fatalf("%+v", r)
 	}
 }
 

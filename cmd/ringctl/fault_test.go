@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,24 +137,65 @@ func TestSparseCopyOnFullTmpfs(t *testing.T) {
 	}
 }
 
-// startFollower starts a long-running ringctl (drain --follow, watch) and
-// returns a function that waits for its exit, bounded.
-func startFollower(t *testing.T, args ...string) func() result {
+// follower is a long-running ringctl (drain --follow, watch).
+type follower struct {
+	cmd    *exec.Cmd
+	stdout lockedBuffer
+	stderr bytes.Buffer
+	done   chan struct{} // closed when it has exited
+	wait   func() result // waits for its exit, bounded
+}
+
+// lockedBuffer is a bytes.Buffer the test reads while the child writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startFollower(t *testing.T, args ...string) *follower {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, ringctl(t), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	f := &follower{cmd: exec.CommandContext(ctx, ringctl(t), args...), done: make(chan struct{})}
+	f.cmd.Stdout, f.cmd.Stderr = &f.stdout, &f.stderr
+	if err := f.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return func() result {
-		cmd.Wait()
+	go func() { f.cmd.Wait(); close(f.done) }()
+	t.Cleanup(func() { f.cmd.Process.Signal(syscall.SIGCONT) })
+	f.wait = func() result {
+		<-f.done
 		if ctx.Err() != nil {
-			t.Fatalf("ringctl %v still running 30 s on: %q", args, stderr.String())
+			t.Fatalf("ringctl %v still running 30 s on: %q", args, f.stderr.String())
 		}
-		return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+		return result{code: f.cmd.ProcessState.ExitCode(), stdout: f.stdout.String(), stderr: f.stderr.String()}
+	}
+	return f
+}
+
+// printed waits until the follower has written want to stdout: it has
+// opened the file and is following it. Bounded by progress, not time: it
+// fails only if the follower exits first or 30 s pass.
+func (f *follower) printed(t *testing.T, want string) {
+	t.Helper()
+	for !strings.Contains(f.stdout.String(), want) {
+		select {
+		case <-f.done:
+			t.Fatalf("follower gone before printing %q: %q", want, f.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
@@ -160,28 +203,36 @@ func startFollower(t *testing.T, args ...string) func() result {
 // whose file is truncated under it, exits 3 with one line (it waited
 // forever, then died of SIGBUS on Ctrl-C); watch exits 3 at its next frame
 // when the file shrank, and when it was truncated and restored (holes).
+// Each follower is seen following before the file is changed, and watch
+// is stopped (SIGSTOP) while the file is truncated and restored, so that
+// no frame falls between the two (it would rightly say "truncated").
 func TestFollowersNoticeTruncation(t *testing.T) {
 	path := newRing(t, 1024)
-	wait := startFollower(t, "drain", path, "--follow")
-	time.Sleep(300 * time.Millisecond) // blocked by now
+	f := startFollower(t, "drain", path, "--follow")
+	run(t, "", "push", path, "--seq", "1:1")
+	f.printed(t, "1")
+	time.Sleep(100 * time.Millisecond) // blocked again, most likely; either way it must notice
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	expectUnusable(t, wait(), path, "truncated")
+	expectUnusable(t, f.wait(), path, "truncated")
 
 	path = newRing(t, 1024)
-	wait = startFollower(t, "watch", path, "--interval", "20ms")
-	time.Sleep(200 * time.Millisecond)
+	f = startFollower(t, "watch", path, "--interval", "20ms")
+	f.printed(t, "\n")
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
-	expectUnusable(t, wait(), path, "truncated")
+	expectUnusable(t, f.wait(), path, "truncated")
 
 	path = newRing(t, 1024)
-	wait = startFollower(t, "watch", path, "--interval", "20ms")
-	time.Sleep(200 * time.Millisecond)
+	f = startFollower(t, "watch", path, "--interval", "20ms")
+	f.printed(t, "\n")
 	st, err := os.Stat(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(path, 4096); err != nil {
@@ -190,5 +241,8 @@ func TestFollowersNoticeTruncation(t *testing.T) {
 	if err := os.Truncate(path, st.Size()); err != nil {
 		t.Fatal(err)
 	}
-	expectUnusable(t, wait(), path, "file has holes")
+	if err := f.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	expectUnusable(t, f.wait(), path, "file has holes")
 }

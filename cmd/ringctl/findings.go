@@ -80,7 +80,7 @@ func writeFindings(w io.Writer, fs []findingJSON) error {
 		}
 		rows = append(rows, []string{loc, off, f.Kind, f.Action, f.Detail})
 	}
-	return cliutil.Table(w, []string{"location", "offset", "problem", "action", "detail"}, rows)
+	return cliutil.DetailTable(w, []string{"location", "offset", "problem", "action", "detail"}, rows)
 }
 
 // checkJSON is the problem list inspect shows: Check's findings, and how

@@ -22,6 +22,7 @@ var fuzzCommands = [][]string{
 	{"verify", "FILE"}, {"verify", "FILE", "--json"},
 	{"hexdump", "FILE"}, {"hexdump", "FILE", "--slot", "3"},
 	{"repair", "FILE"}, {"repair", "FILE", "--json"},
+	{"peek", "FILE", "--max", "0"}, {"peek", "FILE", "--json"},
 }
 
 // FuzzInspectors runs the read-only commands in-process over arbitrary

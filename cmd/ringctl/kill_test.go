@@ -30,7 +30,7 @@ func TestDrainLeaseKilled(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	handler := fmt.Sprintf(`x=$(cat); echo "$x" >> %s`, out)
-	drain := exec.Command(ringctl(t), "drain", ring, "--lease", "--heartbeat", hb, "--exec", handler)
+	drain := exec.Command(ringctl(t), "drain", ring, "--heartbeat", hb, "--create-heartbeat", "--exec", handler)
 	if err := drain.Start(); err != nil {
 		t.Fatal(err)
 	}

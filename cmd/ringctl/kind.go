@@ -36,19 +36,37 @@ type kind struct {
 	// apply opens the file for repair, without a participant entry (the
 	// library's OpenRingForRepair and kin: the Repair runs as the table's
 	// repairer entry, so a table full of dead entries does not stop it),
-	// and runs its own Repair (with hb, for rings, through a watchdog that
+	// and runs its own Repair (with hb, for rings and deques, through a watchdog that
 	// also reclaims the table's dead members); the verb has made the
 	// backup before.
 	apply func(c *cli.Context, path, hb string) (*repairResult, error)
 
 	// members is the dry-run plan of heartbeat table hb for the file
 	// (repair --heartbeat); nil: --heartbeat does not apply (a watchdog
-	// repairs rings only). It reads the mappings: run it under guard.
+	// repairs queues: rings and deques). It reads the mappings: run it
+	// under guard.
 	members func(v view, hb *heartbeat.Table) []findingJSON
 
 	// queue attaches as a consumer, for drain; push as a producer.
 	queue func(c *cli.Context, path string) (*drainSource, error)
 	push  func(c *cli.Context, path string) (*transport.Ring, error)
+
+	// create makes a new file of the kind from the command line's
+	// geometry flags (createFlags: those of them it takes, beside
+	// --capacity and --participants) and returns what create prints of
+	// it; nil: ringctl does not create the kind.
+	create      func(c *cli.Context, path string, opts ...shm.Option) (string, error)
+	createFlags map[string]bool
+	createNote  string // a line create prints after that one, if any
+
+	// keyed opens the file for the hash map verbs (get, list: read-only;
+	// put, del: attached); nil: the kind has no keys.
+	keyed func(c *cli.Context, path string, write bool) (keyedMap, error)
+
+	// peek reads up to max queued messages of a view without taking any
+	// (the library's Peek, under its own fault guard), for peek; nil: the
+	// kind queues no messages.
+	peek func(v view, max int) ([]transport.Peeked, error)
 
 	// slot is the byte range of slot (or bucket) i, for hexdump --slot.
 	slot func(path string, h layout.Header, i int) (lo, hi int64, err error)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
 	"github.com/shmkit/shmkit/transport/check"
 )
@@ -18,11 +19,12 @@ import (
 // participant table and geometry; what differs is top and bottom instead
 // of head and tail, the owner, the returned state and the pending hint.
 // ringctl attaches as a thief, never as the owner (it does not Adopt);
-// nobody but the owner pushes, and a watchdog repairs rings only.
+// nobody but the owner pushes.
 var dequeKind = &kind{
-	kind:  layout.KindDeque,
-	open:  viewOf(transport.OpenDequeReadOnly, func(d *transport.Deque, _ *cli.Context) view { return dequeView{d} }),
-	apply: repairWith(transport.OpenDequeForRepair, (*transport.Deque).Repair, dequeRepairRows),
+	kind:    layout.KindDeque,
+	open:    viewOf(transport.OpenDequeReadOnly, func(d *transport.Deque, _ *cli.Context) view { return dequeView{d} }),
+	apply:   repairWatched(transport.OpenDequeForRepair, dequeRepairRows),
+	members: func(v view, hb *heartbeat.Table) []findingJSON { return watchedPlan(hb, v.(dequeView).Deque) },
 	queue: func(c *cli.Context, path string) (*drainSource, error) {
 		d, err := openWith(c, path, transport.OpenDeque)
 		if err != nil {
@@ -30,6 +32,13 @@ var dequeKind = &kind{
 		}
 		return newDrainSource(path, d, dequeLayout, func() uint64 { return d.Counters().Top }, d.TakeReturned)
 	},
+	create: slottedCreate("a deque", transport.CreateDeque, dequeLayout, func(g layout.Geometry) error {
+		_, err := layout.NewDequeLayout(g)
+		return err
+	}),
+	createFlags: slottedFlags,
+	createNote:  "the deque has no owner now: the program that pushes calls Adopt (ringctl never owns a deque)",
+	peek:        func(v view, max int) ([]transport.Peeked, error) { return v.(dequeView).Peek(max) },
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		return slotBytes(path, h, i, dequeLayout)
 	},
@@ -143,7 +152,11 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 	}
 	if withSlots {
 		slots := []dequeSlotJSON{}
-		for i, s := range slotsJSON(&l, scan.Slots, cs.Top, scan.Peers) {
+		all, err := slotsJSON(&l, scan.Slots, cs.Top, scan.Peers, d.PeekSlot)
+		if err != nil {
+			return nil, cliutil.FileError(path, err)
+		}
+		for i, s := range all {
 			slots = append(slots, dequeSlotJSON{slotJSON: s, Taker: taker(scan.Slots[i], cs.Owner)})
 		}
 		rep.Slots = &slots

@@ -172,10 +172,9 @@ func TestDequePoisonAndShortHint(t *testing.T) {
 	if r := run(t, "", "verify", short2); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
-	if r := run(t, "", "drain", short2, "--lease"); r.code != 0 || r.stdout != "three\nfour\ntwo\n" {
+	if r := run(t, "", "drain", short2); r.code != 0 || r.stdout != "three\nfour\ntwo\n" {
 		t.Fatalf("%+v", r)
 	}
-	expectLine(t, run(t, "", "drain", short2, "--heartbeat", filepath.Join(dir, "hb")), 2, "--heartbeat applies to rings")
 }
 
 func TestRenderDequeWatch(t *testing.T) {

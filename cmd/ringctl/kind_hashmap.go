@@ -14,6 +14,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport/check"
 	"github.com/shmkit/shmkit/transport/hashmap"
 )
@@ -23,9 +24,12 @@ import (
 // field map (--slot I is bucket I). ringctl never writes entries, and
 // neither drains nor watches a map.
 var mapKind = &kind{
-	kind:  layout.KindHashMap,
-	open:  viewOf(hashmap.OpenReadOnly, func(m *hashmap.Map, c *cli.Context) view { return mapView{m, c} }),
-	apply: repairWith(hashmap.OpenForRepair, (*hashmap.Map).Repair, mapRepairRows),
+	kind:        layout.KindHashMap,
+	open:        viewOf(hashmap.OpenReadOnly, func(m *hashmap.Map, c *cli.Context) view { return mapView{m, c} }),
+	apply:       repairWith(hashmap.OpenForRepair, (*hashmap.Map).Repair, mapRepairRows),
+	create:      createMap,
+	keyed:       openMap,
+	createFlags: map[string]bool{"key-size": true, "value-size": true},
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		l, err := mapLayout(path, h)
 		if err != nil {
@@ -38,6 +42,28 @@ var mapKind = &kind{
 		return lo, lo + int64(l.BucketSize), nil
 	},
 	checked: "header, %d buckets and their home locks, %d participant entries, the repairer entry and the repair lock",
+}
+
+// createMap creates a hash map from --capacity (buckets), --key-size,
+// --value-size and --participants.
+func createMap(c *cli.Context, path string, opts ...shm.Option) (string, error) {
+	cfg := hashmap.Config{Capacity: c.Uint64("capacity"), KeySize: uint32(c.Uint("key-size")), ValueSize: uint32(c.Uint("value-size")),
+		Participants: uint32(c.Uint("participants"))}
+	if _, err := layout.NewHashMapLayout(layout.HashMapGeometry(cfg.Capacity, cfg.KeySize, cfg.ValueSize, cfg.Participants)); err != nil {
+		return "", geometryErr(err)
+	}
+	m, err := hashmap.Create(path, cfg, opts...)
+	if err != nil {
+		return "", cliutil.FileError(path, err)
+	}
+	l, err := mapLayout(path, m.Header())
+	if err != nil {
+		m.Close()
+		return "", err
+	}
+	line := fmt.Sprintf("a hash map of %d buckets of %d bytes (keys up to %d bytes, values up to %d bytes), %d participants, %d bytes",
+		l.Capacity, l.BucketSize, l.KeySize, l.ValueSize, l.Participants, m.Header().FileSize)
+	return line, cliutil.FileError(path, m.Close())
 }
 
 // mapView is a hash map mapped read-only. inspect also maps the file's

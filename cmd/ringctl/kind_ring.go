@@ -17,13 +17,10 @@ import (
 
 // Rings (layout.KindRing, transport.Ring): every verb.
 var ringKind = &kind{
-	kind:  layout.KindRing,
-	open:  viewOf(transport.OpenRingReadOnly, func(r *transport.Ring, _ *cli.Context) view { return ringView{r} }),
-	apply: applyRing,
-	members: func(v view, hb *heartbeat.Table) []findingJSON {
-		r := v.(ringView).Ring
-		return memberPlan(heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(false))
-	},
+	kind:    layout.KindRing,
+	open:    viewOf(transport.OpenRingReadOnly, func(r *transport.Ring, _ *cli.Context) view { return ringView{r} }),
+	apply:   repairWatched(transport.OpenRingForRepair, ringRepairRows),
+	members: func(v view, hb *heartbeat.Table) []findingJSON { return watchedPlan(hb, v.(ringView).Ring) },
 	queue: func(c *cli.Context, path string) (*drainSource, error) {
 		r, err := openAttached(c, path)
 		if err != nil {
@@ -32,6 +29,12 @@ var ringKind = &kind{
 		return newDrainSource(path, r, ringLayout, func() uint64 { return r.Counters().Head }, nil)
 	},
 	push: openAttached,
+	create: slottedCreate("a ring", transport.CreateRing, ringLayout, func(g layout.Geometry) error {
+		_, err := layout.NewRingLayout(g)
+		return err
+	}),
+	createFlags: slottedFlags,
+	peek:        func(v view, max int) ([]transport.Peeked, error) { return v.(ringView).Peek(max) },
 	slot: func(path string, h layout.Header, i int) (int64, int64, error) {
 		return slotBytes(path, h, i, ringLayout)
 	},
@@ -112,7 +115,10 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 		Participants: participantsJSON(scan.Peers),
 	}
 	if withSlots {
-		slots := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers)
+		slots, err := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers, r.PeekSlot)
+		if err != nil {
+			return nil, cliutil.FileError(path, err)
+		}
 		rep.Slots = &slots
 	}
 	return rep, nil
@@ -181,54 +187,6 @@ func renderWatch(path string, capacity uint64, interval time.Duration, prev *wat
 		{"depth", fmt.Sprintf("%d/%d", c.Depth(), capacity)}, {"push/s", push}, {"pop/s", pop},
 		num("leased", cur.Leased), num("orphaned", cur.Orphaned), num("full_hits", c.FullHits), num("empty_hits", c.EmptyHits)},
 		cur.Peers.cols()...))
-}
-
-// applyRing backs nothing up (the verb did) and repairs through the
-// library: the ring's Repair, or with a heartbeat table a watchdog scan
-// that repairs the ring and reclaims dead members. It takes no participant
-// entry (OpenRingForRepair: a table full of dead entries must not stop
-// the repair that frees them); the Repair runs as the table's repairer
-// entry.
-func applyRing(c *cli.Context, path, hbPath string) (*repairResult, error) {
-	r, err := openWith(c, path, transport.OpenRingForRepair)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var rr check.RepairReport
-	var reclaimed []deadJSON
-	var notDone []string
-	repaired := false
-	if hbPath != "" {
-		opts, err := cliutil.OpenOptions(c)
-		if err != nil {
-			return nil, err
-		}
-		hb, err := heartbeat.Open(hbPath, opts...)
-		if err != nil {
-			return nil, cliutil.FileError(hbPath, err)
-		}
-		defer hb.Close()
-		wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{r}}).Scan(true)
-		for _, p := range wr.Reclaimed {
-			reclaimed = append(reclaimed, deadJSON{Index: p.Slot, PID: p.ID.PID, Start: p.ID.Start, PidNS: p.PidNS,
-				OtherNamespace: p.Verdict.OtherNS, Label: p.Label, Reason: p.Verdict.Reason})
-		}
-		notDone = append(notDone, wr.Problems...)
-		if len(wr.QueueRepairs) > 0 {
-			rr, repaired = wr.QueueRepairs[0].Report, wr.QueueRepairs[0].Err == ""
-		}
-	}
-	if !repaired { // the watchdog repairs rings only when the table has dead members
-		var busy []string
-		if rr, busy, err = repairOnce(path, r.Repair); err != nil {
-			return nil, err
-		}
-		notDone = append(notDone, busy...)
-	}
-	res := newRepairResult(ringRepairRows(rr), notDone)
-	res.Reclaimed = append(res.Reclaimed, reclaimed...)
-	return res, cliutil.FileError(path, r.Close())
 }
 
 // ringRepairRows is what a ring's Repair reported, as repair prints it.

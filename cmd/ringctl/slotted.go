@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
@@ -177,7 +180,7 @@ const (
 	classWriting  = "writing"
 	classReading  = "reading"
 	classLeased   = "leased"
-	classReturned = "returned" // deques only: a message handed back, taken again before newer ones
+	classReturned = "returned" // deques only: a message handed back, taken again after the newer ones
 	classOrphaned = "orphaned"
 	classPoisoned = "poisoned"
 	classCorrupt  = "corrupt"
@@ -238,12 +241,18 @@ type slotJSON struct {
 	Length     uint32 `json:"length"`
 	Deliveries uint8  `json:"deliveries"`
 	Error      string `json:"error,omitempty"`
+	// PreviewHex is the payload's first previewBytes bytes, for a slot
+	// holding a whole message (ready, reading, leased, poisoned,
+	// returned) whose word did not change while it was copied.
+	PreviewHex *string `json:"preview_hex,omitempty"`
+	preview    string  // the text's payload cell
 }
 
 // slotsJSON describes every slot Scan listed (all but the plain free
 // ones); front is the head (a deque's top), for positions; peers the
-// participant table (every entry, the repairer's included), for owners.
-func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64, peers []check.Peer) []slotJSON {
+// participant table (every entry, the repairer's included), for owners;
+// peek the handle's PeekSlot, for the payload previews.
+func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64, peers []check.Peer, peek func(i, raw uint64) ([]byte, bool, error)) ([]slotJSON, error) {
 	out := []slotJSON{}
 	for _, s := range slots {
 		sj := slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
@@ -253,18 +262,27 @@ func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint6
 		if sj.OwnerAlive != nil {
 			sj.ownerWhere = otherWhere(peers, s.Owner)
 		}
+		sj.preview = "-"
+		data, ok, err := peek(s.Index, s.Raw)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			h := hex.EncodeToString(data[:min(len(data), previewBytes)])
+			sj.PreviewHex, sj.preview = &h, preview(data)
+		}
 		out = append(out, sj)
 	}
-	return out
+	return out, nil
 }
 
-var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries"}
+var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries", "payload"}
 
 // row is a slot's line in inspect --slots, under slotHeaders.
 func (s slotJSON) row() []string {
 	owner, alive := s.ownerCells()
 	return []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
-		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))}
+		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries)), s.preview}
 }
 
 // ownerCells are the owner pid and alive cells of a slot or bucket row:
@@ -288,6 +306,38 @@ func problemCell(problem, why string) string {
 	}
 	return p
 }
+
+// slottedCreate makes the create of a slotted kind (rings, deques): the
+// geometry from --capacity, --slot-size, --participants and
+// --delivery-limit, checked by the kind's layout (a usage error when
+// refused), then the kind's library create; the line says what was made.
+func slottedCreate[T interface {
+	Header() layout.Header
+	Close() error
+}](what string, create func(string, transport.RingConfig, ...shm.Option) (T, error), lay func(string, layout.Header) (layout.SlotGeometry, error), check func(layout.Geometry) error) func(*cli.Context, string, ...shm.Option) (string, error) {
+	return func(c *cli.Context, path string, opts ...shm.Option) (string, error) {
+		cfg := transport.RingConfig{Capacity: c.Uint64("capacity"), SlotSize: uint32(c.Uint("slot-size")),
+			Participants: uint32(c.Uint("participants")), DeliveryLimit: uint32(c.Uint("delivery-limit"))}
+		if err := check(layout.RingGeometry(cfg.Capacity, cfg.SlotSize, cfg.Participants, cfg.DeliveryLimit)); err != nil {
+			return "", geometryErr(err)
+		}
+		h, err := create(path, cfg, opts...)
+		if err != nil {
+			return "", cliutil.FileError(path, err)
+		}
+		l, err := lay(path, h.Header())
+		if err != nil {
+			h.Close()
+			return "", err
+		}
+		line := fmt.Sprintf("%s of %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes",
+			what, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, h.Header().FileSize)
+		return line, cliutil.FileError(path, h.Close())
+	}
+}
+
+// slottedFlags are the geometry flags slottedCreate reads.
+var slottedFlags = map[string]bool{"slot-size": true, "delivery-limit": true}
 
 // slotBytes is the byte range of slot i of a slotted file, for hexdump --slot.
 func slotBytes(path string, h layout.Header, i int, lay func(string, layout.Header) (layout.SlotGeometry, error)) (lo, hi int64, err error) {

@@ -87,6 +87,11 @@ func AllowModeFlag() cli.Flag {
 // allowance of --allow-mode (when the command has it) and ReadyWait.
 func OpenOptions(c *cli.Context) ([]shm.Option, error) {
 	opts := []shm.Option{shm.WithReadyTimeout(ReadyWait)}
+	if o, err := OwnerOption(c); err != nil {
+		return nil, err
+	} else if o != nil {
+		opts = append(opts, o)
+	}
 	if !slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "allow-mode") }) {
 		return opts, nil
 	}

@@ -23,6 +23,10 @@ const backupTries = 8
 // never overwritten.
 var ErrBackupExists = errors.New("backup file exists; refusing to overwrite it")
 
+// BackupMarker is in the name of every backup BackupName names: tools
+// that list a directory (ringctl serve) skip such files.
+const BackupMarker = ".bak-"
+
 // BackupName is the name Backup gives a copy of path when none is asked
 // for: path.bak-<UTC time>-<64 random bits in hex>. Nobody can predict it,
 // so nobody can plant a file or symlink under it in a shared directory
@@ -32,7 +36,7 @@ func BackupName(path string, now time.Time) (string, error) {
 	if _, err := rand.Read(r[:]); err != nil {
 		return "", err
 	}
-	return path + ".bak-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(r[:]), nil
+	return path + BackupMarker + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(r[:]), nil
 }
 
 // Backup copies the file at src to a new file, mode 0600, and returns its

@@ -48,7 +48,12 @@ func Format(c *cli.Context) (string, error) {
 		}
 	}
 	if ff == nil {
-		return FormatText, nil // a command with one output
+		// A command with one output, or one given a plain --json of its
+		// own rather than FormatFlags: --json still means JSON.
+		if lookupFlag(commandFlags(c), "json") != nil && c.Bool("json") {
+			return FormatJSON, nil
+		}
+		return FormatText, nil
 	}
 	f := c.String("format")
 	if c.Bool("json") {
@@ -89,19 +94,37 @@ const (
 	EncodingHex  = "hex"
 )
 
-// EncodingFlag is --encoding: how payloads are written in text output,
-// as is (text) or in hex.
-func EncodingFlag() cli.Flag {
-	return &cli.StringFlag{Name: "encoding", Value: EncodingText, Usage: "write payloads in text output as `ENC`: text (as they are) or hex"}
+// EncodingFlags are --encoding, how payloads are written in text output
+// (text: as they are, or hex), and --hex, its short form (as --json is
+// --format json's).
+func EncodingFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "encoding", Value: EncodingText, Usage: "write payloads in text output as `ENC`: text (as they are) or hex"},
+		&cli.BoolFlag{Name: "hex", Usage: "short for --encoding hex"},
+	}
 }
 
-// Encoding is --encoding, validated.
+// Encoding is the payload encoding the command line chose: --encoding,
+// or hex with --hex.
 func Encoding(c *cli.Context) (string, error) {
 	e := c.String("encoding")
+	if c.Bool("hex") {
+		if c.IsSet("encoding") && e != EncodingHex {
+			return "", Usage("%s--hex is short for --encoding hex: it excludes --encoding %s", prefix(c), e)
+		}
+		return EncodingHex, nil
+	}
 	if e != EncodingText && e != EncodingHex {
 		return "", Usage("%s--encoding %s: want text or hex", prefix(c), e)
 	}
 	return e, nil
+}
+
+// Hex reports whether the command line chose hex payloads (after the
+// command's Before validated --encoding).
+func Hex(c *cli.Context) bool {
+	e, err := Encoding(c)
+	return err == nil && e == EncodingHex
 }
 
 // checkOutputFlags refuses a bad --format, --json with another format,
@@ -112,7 +135,7 @@ func checkOutputFlags(c *cli.Context) error {
 	if _, err := Format(c); err != nil {
 		return err
 	}
-	if lookupFlag(commandFlags(c), "encoding") != nil {
+	if lookupFlag(commandFlags(c), "encoding") != nil { // EncodingFlags: --encoding and --hex
 		if _, err := Encoding(c); err != nil {
 			return err
 		}

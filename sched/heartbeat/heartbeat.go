@@ -42,6 +42,7 @@ type Table struct {
 	lay  layout.HeartbeatLayout
 	area shm.Words
 	boot uint64
+	id   uint64 // layout.FileID of the file
 
 	// own[i] is set while this handle holds, or is taking, slot i's entry
 	// lock: from just before the lock is taken (registering) until just
@@ -97,8 +98,12 @@ func mapTable(reg *shm.Region) (*Table, error) {
 	if uint64(len(h.area)) != lay.BodySize {
 		return nil, fmt.Errorf("%w: %s: area is %d bytes, geometry needs %d", ErrCorruptTable, reg.Path(), len(h.area), lay.BodySize)
 	}
+	h.id, _ = layout.FileID(reg.Bytes()) // a mapped file always holds a full header
 	return h, nil
 }
+
+// ID identifies the file (layout.FileID), as rings' and deques' ID do.
+func (h *Table) ID() uint64 { return h.id }
 
 // Path returns the table's file path.
 func (h *Table) Path() string { return h.reg.Path() }

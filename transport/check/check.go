@@ -59,7 +59,7 @@ const (
 	ActionRequeue        Action = "requeue"          // ring: a dead consumer's message pushed again at the tail
 	ActionRequeueInPlace Action = "requeue_in_place" // ring: re-published in its own slot (the ring was full and the tail there)
 	ActionDefer          Action = "defer"            // ring: no room to requeue yet; left for a later repair
-	ActionReturn         Action = "return"           // deque: a dead consumer's message handed back, to be taken again
+	ActionReturn         Action = "return"           // deque: a dead consumer's message handed back, taken again after the newer ones
 	ActionRollBack       Action = "roll_back"        // deque: the dead owner's pop put back at the bottom
 	ActionCountIn        Action = "count_in"         // deque: the dead owner's published message counted in (bottom moved past it)
 	ActionFreeOwner      Action = "free_owner"       // deque: the dead owner's role freed for Adopt
