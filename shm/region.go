@@ -371,6 +371,12 @@ func openFile(path string, o *options) (fd int, st unix.Stat_t, deadline time.Ti
 		if st.Size >= layout.HeaderSize {
 			break
 		}
+		// A short file that is not a start of a shmkit file (a stray
+		// text file, say) is not one being created: say so now. Zeros
+		// may be a creator's that has sized the file but not written it.
+		if err := notShmkit(fd, st.Size); err != nil {
+			return fail(err)
+		}
 		// A creator writing in place (not shmkit's Create) may not have
 		// sized the file yet. Rare, bounded: a short sleep is fine here.
 		if time.Now().After(deadline) {
@@ -528,6 +534,19 @@ func (r *Region) waitReady(deadline time.Time) error {
 			return err
 		}
 	}
+}
+
+// notShmkit is ErrBadMagic for a file shorter than a header whose bytes
+// (up to the magic's length) are neither the start of the magic nor
+// zeros; nil otherwise, and when they cannot be read (the caller's checks
+// that follow say why).
+func notShmkit(fd int, size int64) error {
+	var b [len(layout.Magic)]byte
+	n, err := unix.Pread(fd, b[:min(int(size), len(b))], 0)
+	if err != nil || n <= 0 || isBlank(b[:n]) || string(b[:n]) == layout.Magic[:n] {
+		return nil
+	}
+	return fmt.Errorf("%w: a %d-byte file starting % x", layout.ErrBadMagic, size, b[:n])
 }
 
 func isBlank(b []byte) bool {

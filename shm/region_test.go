@@ -147,6 +147,8 @@ func TestOpenHostileFiles(t *testing.T) {
 		{"truncated below header", func(t *testing.T, p string) { copyFile(t, good, p); must(t, os.Truncate(p, 100)) }, []Option{WithReadyTimeout(20 * time.Millisecond)}, ErrTruncated},
 		{"truncated body", func(t *testing.T, p string) { copyFile(t, good, p); must(t, os.Truncate(p, size-64)) }, nil, ErrTruncated},
 		{"extended", func(t *testing.T, p string) { copyFile(t, good, p); must(t, os.Truncate(p, size+64)) }, nil, ErrSizeMismatch},
+		{"short text file", func(t *testing.T, p string) { must(t, os.WriteFile(p, []byte("hello\n"), 0o600)) }, nil, layout.ErrBadMagic},
+		{"short start of a header", func(t *testing.T, p string) { must(t, os.WriteFile(p, []byte(layout.Magic[:5]), 0o600)) }, []Option{WithReadyTimeout(20 * time.Millisecond)}, ErrTruncated},
 		{"not shmkit", func(t *testing.T, p string) { must(t, os.WriteFile(p, []byte(strings.Repeat("garbage!", 64)), 0o600)) }, nil, layout.ErrBadMagic},
 		{"corrupt header", func(t *testing.T, p string) { copyFile(t, good, p); patch(t, p, layout.OffCapacity, 1) }, nil, layout.ErrChecksum},
 		{"never ready", func(t *testing.T, p string) { copyFile(t, good, p); patchU32(t, p, layout.OffReady, 0) }, []Option{WithReadyTimeout(30 * time.Millisecond)}, ErrNotReady},

@@ -60,11 +60,10 @@ func newAppEnv(e *env) *cli.App {
 		// The top level's flags are those of `hbdump PATH`, not global ones.
 		CustomAppHelpTemplate: strings.ReplaceAll(cli.AppHelpTemplate, "GLOBAL OPTIONS:", "OPTIONS (hbdump PATH):") +
 			"\n" + cliutil.ExitCodesHelp + "\n",
-		Writer:      e.stdout,
-		HideVersion: true,
-		Flags:       dumpFlags(),
-		Action:      e.dump,
-		Commands:    []*cli.Command{e.watchCommand(), e.checkCommand(), e.reapCommand(), e.createCommand()},
+		Writer:   e.stdout,
+		Flags:    dumpFlags(),
+		Action:   e.dump,
+		Commands: []*cli.Command{e.watchCommand(), e.checkCommand(), e.reapCommand(), e.createCommand()},
 	}
 }
 
@@ -85,22 +84,9 @@ func ringFlag(usage string) cli.Flag {
 
 const ringShowUsage = "a ring or deque the participants lease from: its leases are shown by path and position (repeatable)"
 
-// errHelpShown ends a command that printed its help: exit 0, nothing more.
-var errHelpShown = errors.New("")
-
 // pathArg returns the one PATH argument of a command, and applies
 // --allow-mode when the command has it.
 func (e *env) pathArg(c *cli.Context) (string, error) {
-	pos, err := cliutil.ParseAfterPath(c)
-	if err != nil {
-		return "", err
-	}
-	if c.Bool("help") {
-		if err := cliutil.ShowHelp(c); err != nil {
-			return "", err
-		}
-		return "", errHelpShown
-	}
 	if slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "allow-mode") }) {
 		m, err := cliutil.ParseMode(c.String("allow-mode"))
 		if err != nil {
@@ -108,19 +94,11 @@ func (e *env) pathArg(c *cli.Context) (string, error) {
 		}
 		e.allowMode = m
 	}
+	var err error
 	if e.owner, err = cliutil.OwnerOption(c); err != nil {
 		return "", err
 	}
-	switch len(pos) {
-	case 0:
-		return "", cliutil.Usage("missing PATH (a heartbeat table: a path, or a name in /dev/shm)")
-	case 1:
-		if pos[0] == "" {
-			return "", cliutil.Usage("empty PATH")
-		}
-		return pos[0], nil
-	}
-	return "", cliutil.Usage("one PATH only, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	return cliutil.PathArg(c, "a heartbeat table: a path, or a name in /dev/shm")
 }
 
 // staleOf reads --stale.
@@ -130,17 +108,6 @@ func staleOf(c *cli.Context) (time.Duration, error) {
 		return 0, cliutil.Usage("--stale must not be negative (0 disables it), got %v", d)
 	}
 	return d, nil
-}
-
-// run wraps a command's action: a command that printed its help exits 0.
-func run(action func(*cli.Context) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		err := action(c)
-		if errors.Is(err, errHelpShown) {
-			return nil
-		}
-		return err
-	}
 }
 
 // shmOpts are the options of every open.
@@ -188,26 +155,31 @@ func (e *env) openTable(path string, write bool) (*heartbeat.Table, error) {
 		hb, err = heartbeat.Open(path, opts...)
 		return err
 	})
+	if errors.Is(err, layout.ErrWrongKind) {
+		// Name the tool for the file's kind (pread of its header: no
+		// mapping; it validated, or the open would have said otherwise).
+		if h, herr := shm.ReadHeader(path, e.shmOpts()...); herr == nil && h.Kind != layout.KindHeartbeat {
+			return nil, cliutil.WrongKind(shm.Resolve(path), "hbdump", "heartbeat tables", h.Kind)
+		}
+	}
 	if err != nil {
 		return nil, unusable(path, err)
 	}
 	return hb, nil
 }
 
-// unusable makes sure an error saying the file itself is bad exits 3 and
-// names the path: the library's "corrupt" errors are not in cliutil's
-// list, and a fault during open carries no path.
+// unusable words an error about the file at path as every shmkit tool
+// does ("PATH: cause", cliutil.FileError), and makes sure one saying the
+// file itself is bad exits 3: the library's "corrupt" errors are not in
+// cliutil's list.
 func unusable(path string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if !strings.Contains(err.Error(), shm.Resolve(path)) {
-		err = fmt.Errorf("%s: %w", shm.Resolve(path), err)
-	}
 	if !cliutil.IsUnusable(err) && (errors.Is(err, heartbeat.ErrCorruptTable) || errors.Is(err, transport.ErrCorrupt)) {
-		return cliutil.Exit(cliutil.ExitUnusable, err)
+		return cliutil.Exit(cliutil.ExitUnusable, cliutil.FileError(shm.Resolve(path), err))
 	}
-	return err
+	return cliutil.FileError(shm.Resolve(path), err)
 }
 
 // tableView is one read of the whole table.
@@ -242,6 +214,7 @@ type ring struct {
 	Kind     string // "ring" or "deque"
 	ID       uint64
 	Capacity uint64
+	Found    bool             // not given with --ring: found by its id (findQueues)
 	rh       *transport.Ring  // a ring's handle
 	dh       *transport.Deque // a deque's handle
 }
@@ -264,16 +237,21 @@ func (e *env) openRings(names []string, attach bool) (*ringSet, error) {
 		x, err := e.openRing(name, attach)
 		if err != nil {
 			rs.Close()
-			return nil, unusable(name, fmt.Errorf("--ring: %w", err))
+			return nil, unusable(name, err)
 		}
 		if _, dup := rs.byID[x.ID]; dup {
 			x.close()
 			continue
 		}
-		rs.list = append(rs.list, x)
-		rs.byID[x.ID] = x
+		rs.add(x)
 	}
 	return rs, nil
+}
+
+// add adds a ring not in the set.
+func (rs *ringSet) add(x *ring) {
+	rs.list = append(rs.list, x)
+	rs.byID[x.ID] = x
 }
 
 // openRing opens one --ring after reading its kind from the header
@@ -311,7 +289,7 @@ func (e *env) openRing(name string, attach bool) (*ring, error) {
 			x = &ring{Name: name, Path: d.Path(), Kind: "deque", ID: d.ID(), Capacity: d.Capacity(), dh: d}
 		default:
 			return &shm.PathError{Op: "open", Path: shm.Resolve(name),
-				Err: fmt.Errorf("%w: file is a %s, want a ring or a deque", layout.ErrWrongKind, kind)}
+				Err: fmt.Errorf("%w: --ring takes rings and deques; file is %s", layout.ErrWrongKind, cliutil.KindNoun(kind))}
 		}
 		return nil
 	})

@@ -15,20 +15,20 @@ func (e *env) checkCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "check",
 		Usage:     "health check for scripts and monitoring: exit 0 if every participant is proven alive and beating, 1 if not",
-		UsageText: "hbdump check PATH [--stale D] [--format text|json|prometheus] [--ring R ...]",
+		UsageText: "hbdump check PATH [--stale D] [--format text|json|prometheus | --json] [--ring R ...]",
 		Description: "Exits 0 when every registered participant is alive (holds its entry lock) and has\n" +
 			"beaten within --stale, 1 when any is stale, unknown (neither proven alive nor dead), dead\n" +
 			"or in a corrupt slot, 3 when the file cannot be used. The text format prints one line per\n" +
 			"problem and a summary; prometheus prints gauges in the Prometheus text exposition format\n" +
 			"(for node_exporter's textfile collector).",
-		Flags: []cli.Flag{
+		Flags: append(cliutil.FormatFlags("text, json (format hbdump.check/1) or prometheus",
+			cliutil.FormatText, cliutil.FormatJSON, cliutil.FormatPrometheus),
 			staleFlag(),
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, json (format hbdump.check/1) or prometheus"},
 			ringFlag(ringShowUsage),
 			cliutil.AllowModeFlag(),
 			cliutil.OwnerFlag(),
-		},
-		Action: run(e.check),
+		),
+		Action: e.check,
 	})
 }
 
@@ -52,11 +52,9 @@ func (e *env) check(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	format := c.String("format")
-	switch format {
-	case "text", "json", "prometheus":
-	default:
-		return cliutil.Usage("--format must be text, json or prometheus, got %q", format)
+	format, err := cliutil.Format(c)
+	if err != nil {
+		return err
 	}
 	v, rings, err := e.readOnce(c, path)
 	if err != nil {

@@ -26,7 +26,7 @@ func (e *env) createCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal; 0640 with --group)"},
 			cliutil.GroupFlag(),
 		},
-		Action: run(e.create),
+		Action: e.create,
 	})
 }
 

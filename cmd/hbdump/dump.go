@@ -9,14 +9,13 @@ import (
 )
 
 func dumpFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.table/1) instead of a table"},
+	return append(cliutil.FormatFlags("text (a table) or json (format hbdump.table/1)", cliutil.FormatText, cliutil.FormatJSON),
 		&cli.BoolFlag{Name: "all", Usage: "list free slots too"},
 		staleFlag(),
 		ringFlag(ringShowUsage),
 		cliutil.AllowModeFlag(),
 		cliutil.OwnerFlag(),
-	}
+	)
 }
 
 // jsonDump is `hbdump PATH --json`.
@@ -32,10 +31,12 @@ type jsonDump struct {
 }
 
 // dump is the command without a name: the participant table.
-func (e *env) dump(c *cli.Context) error { return run(e.dumpAction)(c) }
-
-func (e *env) dumpAction(c *cli.Context) error {
+func (e *env) dump(c *cli.Context) error {
 	path, err := e.pathArg(c)
+	if err != nil {
+		return err
+	}
+	format, err := cliutil.Format(c)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (e *env) dumpAction(c *cli.Context) error {
 	defer rings.Close()
 	rows := rowsOf(v.Parts, stale, c.Bool("all"))
 	n := countOf(v.Parts, stale)
-	if c.Bool("json") {
+	if format == cliutil.FormatJSON {
 		return cliutil.WriteJSON(e.stdout, jsonDump{Format: "hbdump.table/1", Path: v.Path, Capacity: v.Capacity,
 			LeasesPer: v.Leases, StaleAfter: stale.Seconds(), Totals: totalsJSON(v.Totals), Counts: n,
 			Participants: participantsJSON(rows, rings)})

@@ -39,7 +39,8 @@ var goldenCases = []struct {
 		{"check", "./dead.hb", "--format", "prometheus"},
 		{"reap", "./dead.hb", "--ring", "./jobs.ring"},
 		{"reap", "./dead.hb", "--json"},
-		// Without the ring: the holder is kept (reclaiming), the other reclaimed.
+		// Without --ring: the ring is found beside the table by its id
+		// (and named), both files are backed up, and both dead reclaimed.
 		{"reap", "./dead.hb", "--apply"},
 		{"./dead.hb", "--all"},
 		{"reap", "./dead.hb", "--apply", "--ring", "./jobs.ring", "--json"},
@@ -54,7 +55,7 @@ var goldenCases = []struct {
 		{"./deque.hb", "--json", "--ring", "./jobs.deque"},
 		{"check", "./deque.hb", "--ring", "./jobs.deque"},
 		{"watch", "./deque.hb", "--count", "1", "--interval", "1ms", "--ring", "./jobs.deque"},
-		// Without the deque: the thief is kept.
+		// Without --ring: the deque is found beside the table by its id.
 		{"reap", "./deque.hb"},
 		{"reap", "./deque.hb", "--ring", "./jobs.deque", "--ring", "./jobs.ring"},
 		{"reap", "./deque.hb", "--ring", "./jobs.deque", "--json"},
@@ -138,6 +139,21 @@ var goldenCases = []struct {
 		{"check", "./shared.hb"},
 		{"check", "./shared.hb", "--allow-mode", "0640"},
 		{"check", "./shared.hb", "--allow-mode", "999"},
+		// The one grammar (issue 18): --json before or after PATH, and
+		// before the command; flags a command does not have refused, not
+		// ignored; flags quoted as typed; bad values said.
+		{"check", "--json", "./healthy.hb"},
+		{"check", "./healthy.hb", "--json"},
+		{"--json", "check", "./healthy.hb"},
+		{"check", "./healthy.hb", "--json", "--format", "prometheus"},
+		{"reap", "./healthy.hb", "--all"},
+		{"watch", "./healthy.hb", "--json"},
+		{"./healthy.hb", "-nope"},
+		{"check", "./healthy.hb", "--stale", "5"},
+		{"create", "./neg.hb", "--capacity", "-8"},
+		{"help", "frobnicate"},
+		// One wording: a short text file is not a shmkit file.
+		{"./notes.txt"},
 	}},
 }
 
@@ -157,6 +173,9 @@ func TestGolden(t *testing.T) {
 				copyFixture(t, dir, "healthy.hb")
 			case "usage":
 				copyFixture(t, dir, "healthy.hb")
+				if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			case "deque.hb":
 				copyFixture(t, dir, dequeFixture)
 				copyFixture(t, dir, gc.fixture)
@@ -278,6 +297,7 @@ func compareGolden(t *testing.T, path, got string) {
 // naming the test process are rewritten for each run), wall-clock times,
 // beat ages and lease hold times.
 var (
+	reBackup     = regexp.MustCompile(`\.bak-\d{8}T\d{6}Z-[0-9a-f]{16}`)
 	reTime       = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`)
 	rePIDJSON    = regexp.MustCompile(`("pid": )(\d+)`)
 	rePIDText    = regexp.MustCompile(`(pid[ =]"?)(\d+)`)
@@ -304,6 +324,7 @@ func normalise(t testing.TB, s string) string {
 		})
 	}
 	token := func(s string) string {
+		s = reBackup.ReplaceAllString(s, ".bak-$$STAMP-$$RANDOM")
 		s = reTime.ReplaceAllString(s, "$$TIME")
 		s = sub(rePIDJSON, s, func(p, v string) string {
 			if v == pid {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,23 +20,27 @@ func (e *env) reapCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "reap",
 		Usage:     "reclaim dead participants: requeue their leased messages and free their slots",
-		UsageText: "hbdump reap PATH [--ring R ...] [--apply] [--json]",
+		UsageText: "hbdump reap PATH [--ring R ...] [--apply [--no-backup]] [--format text|json | --json]",
 		Description: "Without --apply, shows what would be done and changes nothing: exit 1 when there is\n" +
 			"something to reap, 0 when not. With --apply, runs the library's watchdog (heartbeat.Watchdog):\n" +
 			"each --ring (a ring or a deque) is repaired, which requeues every lease of a dead\n" +
 			"participant of that file, and each dead participant whose leases are all in files given\n" +
-			"here is freed; one holding a lease in a file not given is kept (reclaiming) and reported.\n" +
+			"here is freed. A ring or deque a dead participant leased from that was not given is looked\n" +
+			"for by its id beside the table and in /dev/shm, and used (its path is printed) when exactly\n" +
+			"one file has that id; otherwise the participant is kept (reclaiming) and reported. Before\n" +
+			"changing anything, --apply copies the table and each ring to PATH.bak-<UTC time>-<random>\n" +
+			"(unless --no-backup), as ringctl repair --apply does; with nothing to do, no backup.\n" +
 			"Dead means proven dead: its entry lock is released (in whatever pid namespace it ran).\n" +
 			"Live participants, stale or not, and unknown ones (neither proven alive nor dead) are\n" +
 			"never touched. Exit 0 when every dead participant was reclaimed, 1 otherwise.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			ringFlag("a ring or deque the participants lease from: dead participants' leases are requeued into it (repeatable)"),
-			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (format hbdump.reap/1)"},
+			&cli.BoolFlag{Name: "apply", Usage: "do it (maps the table and rings read-write), after backing up every file it may change"},
+			&cli.BoolFlag{Name: "no-backup", Usage: "with --apply: change the files without backing them up first"},
 			staleFlag(),
 			cliutil.AllowModeFlag(),
-		},
-		Action: run(e.reap),
+		}, cliutil.FormatFlags("text or json (format hbdump.reap/1)", cliutil.FormatText, cliutil.FormatJSON)...),
+		Action: e.reap,
 	})
 }
 
@@ -50,12 +55,12 @@ type reapAction struct {
 
 // actionsOf renders the watchdog's decisions, one per dead participant:
 // the library judges (heartbeat.Decision), hbdump only words it.
-func actionsOf(ds []heartbeat.Decision, stale time.Duration) []reapAction {
+func actionsOf(ds []heartbeat.Decision, stale time.Duration, fd finding) []reapAction {
 	var out []reapAction
 	for _, d := range ds {
 		a := reapAction{Row: newRow(d.Participant, stale), Plan: d.Action.String(), Reclaimed: d.Reclaimed}
 		if d.Action == heartbeat.ActionKeep {
-			a.Why = keepText(d)
+			a.Why = keepText(d, fd)
 		}
 		out = append(out, a)
 	}
@@ -63,10 +68,15 @@ func actionsOf(ds []heartbeat.Decision, stale time.Duration) []reapAction {
 }
 
 // keepText says why the watchdog keeps a dead participant's slot.
-func keepText(d heartbeat.Decision) string {
+func keepText(d heartbeat.Decision, fd finding) string {
 	switch d.Why {
 	case heartbeat.KeepQueueNotGiven:
-		return fmt.Sprintf("lease in ring %016x, which was not given with --ring", d.Queue)
+		if paths := fd.found[d.Queue]; len(paths) > 1 {
+			return fmt.Sprintf("lease in ring %016x, not given with --ring and found at %s: give the one in use with --ring",
+				d.Queue, strings.Join(paths, " and "))
+		}
+		return fmt.Sprintf("lease in ring %016x, not given with --ring and not found in %s: give it with --ring",
+			d.Queue, strings.Join(fd.dirs, " or "))
 	case heartbeat.KeepQueueNotRepaired:
 		return fmt.Sprintf("lease in ring %016x, whose repair failed", d.Queue)
 	case heartbeat.KeepSlotChanged:
@@ -93,6 +103,7 @@ type jsonReap struct {
 	Actions    []jsonAction `json:"actions"`
 	Rings      []jsonRing   `json:"rings"`
 	Problems   []string     `json:"problems"`
+	Backups    []backupMade `json:"backups"`
 }
 
 type jsonAction struct {
@@ -110,6 +121,7 @@ type jsonRing struct {
 	OrphanedReads  int             `json:"orphaned_reads"`
 	OrphanedWrites int             `json:"orphaned_writes"`
 	Owner          string          `json:"owner,omitempty"`
+	FoundByID      bool            `json:"found_by_id"`
 	Repair         *jsonRingRepair `json:"repair,omitempty"`
 }
 
@@ -134,7 +146,14 @@ func (e *env) reap(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	format, err := cliutil.Format(c)
+	if err != nil {
+		return err
+	}
 	apply := c.Bool("apply")
+	if c.Bool("no-backup") && !apply {
+		return cliutil.Usage("--no-backup applies only with --apply")
+	}
 	hb, err := e.openTable(path, apply)
 	if err != nil {
 		return err
@@ -146,8 +165,42 @@ func (e *env) reap(c *cli.Context) error {
 	}
 	defer rings.Close()
 
+	// The watchdog's plan (a dry run, which changes nothing) names the
+	// rings it needs and was not given: look for them by id, beside the
+	// table and in /dev/shm, and plan again with those found.
+	plan, err := e.plan(hb, stale, rings)
+	if err != nil {
+		return err
+	}
+	var missing []uint64
+	for _, d := range plan.Decisions {
+		if d.Why == heartbeat.KeepQueueNotGiven && !slices.Contains(missing, d.Queue) {
+			missing = append(missing, d.Queue)
+		}
+	}
+	search := searchDirs(path)
+	found := e.findQueues(path, search, missing)
+	var used []*ring
+	for _, id := range missing {
+		if paths := found[id]; len(paths) == 1 && rings.lookup(id) == nil {
+			x, err := e.openRing(paths[0], apply)
+			if err != nil {
+				return unusable(paths[0], err)
+			}
+			x.Found = true
+			rings.add(x)
+			used = append(used, x)
+		}
+	}
+	if len(used) > 0 {
+		if plan, err = e.plan(hb, stale, rings); err != nil {
+			return err
+		}
+	}
+
 	// What each ring holds for dead owners, before anything is done.
 	outcomes := make([]ringOutcome, len(rings.list))
+	work := len(plan.Decisions) > 0
 	for i, r := range rings.list {
 		outcomes[i] = ringOutcome{Ring: r, Orphans: map[transport.SlotProblem]int{}}
 		var slots []transport.SlotReport
@@ -156,15 +209,38 @@ func (e *env) reap(c *cli.Context) error {
 		}
 		for _, s := range slots {
 			outcomes[i].Orphans[s.Problem]++
+			work = work || s.Problem != transport.SlotOK
+		}
+		work = work || outcomes[i].Owner == "dead"
+	}
+
+	// Like ringctl repair --apply: every file the repair may change is
+	// copied first (cliutil.BackupBefore, the one backup routine), unless
+	// --no-backup; nothing to do, no backup.
+	var backups []backupMade
+	if apply && work && !c.Bool("no-backup") {
+		files := []string{hb.Path()}
+		for _, r := range rings.list {
+			files = append(files, r.Path)
+		}
+		for _, f := range files {
+			name, err := cliutil.BackupBefore(f, "")
+			if err != nil {
+				return err
+			}
+			backups = append(backups, backupMade{File: f, Backup: name})
 		}
 	}
 
-	wd := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Stale: stale, Queues: rings.handles()})
-	var rep heartbeat.WatchReport
-	if err := guard(hb.Path(), func() error { rep = wd.Scan(apply); return nil }); err != nil {
-		return err
+	rep := plan
+	if apply {
+		wd := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Stale: stale, Queues: rings.handles()})
+		if err := guard(hb.Path(), func() error { rep = wd.Scan(true); return nil }); err != nil {
+			return err
+		}
 	}
-	actions := actionsOf(rep.Decisions, stale)
+	fd := finding{dirs: search, found: found}
+	actions := actionsOf(rep.Decisions, stale, fd)
 	for _, rr := range rep.QueueRepairs {
 		for i := range outcomes {
 			if outcomes[i].Ring.ID == rr.ID {
@@ -174,9 +250,17 @@ func (e *env) reap(c *cli.Context) error {
 	}
 	n := countOf(rep.Participants, stale)
 
-	if c.Bool("json") {
-		err = cliutil.WriteJSON(e.stdout, reapJSON(hb.Path(), apply, stale.Seconds(), n, actions, outcomes, rep.Problems, rings))
+	if format == cliutil.FormatJSON {
+		j := reapJSON(hb.Path(), apply, stale.Seconds(), n, actions, outcomes, rep.Problems, rings)
+		j.Backups = append([]backupMade{}, backups...)
+		err = cliutil.WriteJSON(e.stdout, j)
 	} else {
+		for _, b := range backups {
+			fmt.Fprintf(e.stdout, "backup: %s of %s\n", b.Backup, b.File)
+		}
+		for _, r := range used {
+			fmt.Fprintf(e.stdout, "%s %016x (not given with --ring): found by its id at %s\n", r.Kind, r.ID, r.Path)
+		}
 		err = writeReapText(e.stdout, apply, n, actions, outcomes, rep.Problems, rings)
 	}
 	if err != nil {
@@ -194,16 +278,37 @@ func (e *env) reap(c *cli.Context) error {
 	return nil
 }
 
+// plan is the watchdog's dry run over the table with rings.
+func (e *env) plan(hb *heartbeat.Table, stale time.Duration, rings *ringSet) (heartbeat.WatchReport, error) {
+	wd := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Stale: stale, Queues: rings.handles()})
+	var rep heartbeat.WatchReport
+	err := guard(hb.Path(), func() error { rep = wd.Scan(false); return nil })
+	return rep, err
+}
+
+// backupMade is one backup reap --apply made before changing a file.
+type backupMade struct {
+	File   string `json:"file"`
+	Backup string `json:"backup"`
+}
+
+// finding is where reap looked for the rings it was not given, and what
+// it found there, for the words of a kept participant.
+type finding struct {
+	dirs  []string
+	found map[uint64][]string
+}
+
 func reapJSON(path string, apply bool, stale float64, n counts, actions []reapAction, outcomes []ringOutcome, problems []string, rings *ringSet) jsonReap {
 	j := jsonReap{Format: "hbdump.reap/1", Path: path, Applied: apply, StaleAfter: stale, Counts: n,
-		Actions: []jsonAction{}, Rings: []jsonRing{}, Problems: append([]string{}, problems...)}
+		Actions: []jsonAction{}, Rings: []jsonRing{}, Problems: append([]string{}, problems...), Backups: []backupMade{}}
 	for _, a := range actions {
 		j.Actions = append(j.Actions, jsonAction{Participant: participantJSON(a.Row, rings), Action: a.Plan, Why: a.Why, Reclaimed: a.Reclaimed})
 	}
 	for _, o := range outcomes {
 		jr := jsonRing{Ring: o.Ring.Path, Kind: o.Ring.Kind, RingID: fmt.Sprintf("%016x", o.Ring.ID),
 			OrphanedLeases: o.Orphans[transport.SlotOrphanedLease], OrphanedReads: o.Orphans[transport.SlotOrphanedRead],
-			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite], Owner: o.Owner}
+			OrphanedWrites: o.Orphans[transport.SlotOrphanedWrite], Owner: o.Owner, FoundByID: o.Ring.Found}
 		if rr := o.Repaired; rr != nil {
 			r := rr.Report
 			n := countsOf(r)

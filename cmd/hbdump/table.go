@@ -449,7 +449,7 @@ func guard(path string, fn func() error) error {
 		if strings.Contains(err.Error(), shm.Resolve(path)) {
 			return unusable(path, err) // the library named it (a guarded Scan's fault)
 		}
-		return fmt.Errorf("read %s: %w", path, err)
+		return cliutil.FileError(shm.Resolve(path), fmt.Errorf("read: %w", err))
 	}
 	return nil
 }

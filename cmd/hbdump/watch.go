@@ -34,7 +34,7 @@ func (e *env) watchCommand() *cli.Command {
 			cliutil.AllowModeFlag(),
 			cliutil.OwnerFlag(),
 		},
-		Action: run(e.watch),
+		Action: e.watch,
 	})
 }
 

@@ -22,24 +22,37 @@ const (
 
 // newApp builds the command line. Results go to stdout, progress bars (on a
 // terminal) to stderr; cliutil.Run runs it with a context that ends on
-// SIGINT/SIGTERM and maps errors to exit codes.
+// SIGINT/SIGTERM, the flag grammar every shmkit tool shares, and maps
+// errors to exit codes. Like every shmkit tool, passbench alone prints its
+// help; the comparison is `passbench compare`.
 func newApp(stdout, stderr io.Writer) *cli.App {
 	u := newUI(stdout, stderr)
-	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageErr(err) }
 	return &cli.App{
-		Name:  "passbench",
-		Usage: "measure what passing messages between processes costs, shmkit's ring against the alternatives",
-		Description: "With no command, compares the ring (poll and block modes, batches, loans) with a reference\n" +
+		Name:      "passbench",
+		Usage:     "measure what passing messages between processes costs, shmkit's ring against the alternatives",
+		UsageText: "passbench COMMAND [flags]",
+		Description: "passbench compare runs the default comparison (about a minute and a half); run, rtt, pass\n" +
+			"and bare measure one thing each. Flags may come before or after a command's arguments.\n" +
+			"See docs/cli.md.",
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // the caller decides the exit status
+		Commands:       []*cli.Command{compareCommand(u), runCommand(u), rttCommand(u), passCommand(u), bareCommand(u)},
+	}
+}
+
+func compareCommand(u *ui) *cli.Command {
+	return &cli.Command{
+		Name:  "compare",
+		Usage: "compare the ring with a reference ring, the deque, a Unix socket, a pipe and a Go channel, plus the hardware floors",
+		UsageText: "passbench compare [--duration D | --messages N] [--rounds N] [--warmup N] [--repeat N] [--batch N] [--hogs N]\n" +
+			"   [--payload B] [--capacity N] [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
+		Description: "Compares the ring (poll and block modes, batches, loans) with a reference\n" +
 			"ring without crash safety, the work-stealing deque, a Unix socket, a pipe and a Go channel\n" +
 			"(throughput, 64-byte messages, one producer and one consumer; the deque also with two thieves),\n" +
 			"then round-trip latencies including the cache-line and futex ping-pongs; every row --repeat\n" +
 			"times, interleaved; with --hogs N also on a busy machine. Ends with a verdict. Takes about\n" +
 			"a minute and a half. `passbench bare` measures the queues alone. See docs/cli.md.",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		OnUsageError:    onUsage,
-		ExitErrHandler:  func(*cli.Context, error) {}, // the caller decides the exit status
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
 			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
@@ -50,7 +63,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return cliutil.Usage("unknown command %q (have run, rtt, pass, bare)", c.Args().First())
+				return cliutil.Usage("compare takes no arguments, got %q", c.Args().First())
 			}
 			s := compareSpec{Duration: c.Duration("duration"), Messages: c.Int64("messages"),
 				Options: optionsFrom(c), Payload: c.Int("payload"), Capacity: c.Int("capacity"),
@@ -84,19 +97,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				{title: "round-trip latency", runs: rtt},
 			}), err)
 		},
-		Commands: []*cli.Command{runCommand(u, onUsage), rttCommand(u, onUsage), passCommand(u, onUsage), bareCommand(u, onUsage)},
 	}
 }
 
-func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+func runCommand(u *ui) *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "one measured throughput run",
 		UsageText: "passbench run [--transport " + strings.Join(transportNames(canRun), "|") + "] [--mode poll|block]\n" +
 			"   [--producers P] [--consumers C] [--messages N | --duration D] [--payload B] [--capacity N]\n" +
 			"   [--slot-size S] [--record DIR] [--lease] [--batch N] [--loan] [--chaos N [--seed S]]\n" +
-			"   [--json] [--plot FILE.svg|.png] [--timeout D]",
-		OnUsageError: onUsage,
+			"   [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
 		Flags: append([]cli.Flag{
 			transportFlag(canRun), modeFlag(),
 			&cli.IntFlag{Name: "producers", Value: 1, Usage: "producer processes"},
@@ -137,13 +148,12 @@ func runCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 	}
 }
 
-func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+func rttCommand(u *ui) *cli.Command {
 	return &cli.Command{
 		Name:  "rtt",
 		Usage: "round-trip latency between two processes",
 		UsageText: "passbench rtt [--transport " + strings.Join(transportNames(canRTT), "|") + "] [--mode poll|block]\n" +
-			"   [--rounds N] [--warmup N] [--payload B] [--capacity N] [--slot-size S] [--json] [--plot FILE] [--timeout D]",
-		OnUsageError: onUsage,
+			"   [--rounds N] [--warmup N] [--payload B] [--capacity N] [--slot-size S] [--format text|json | --json] [--plot FILE] [--timeout D]",
 		Flags: append([]cli.Flag{
 			transportFlag(canRTT), modeFlag(), roundsFlag(), warmupFlag(), slotSizeFlag(),
 		}, commonFlags()...),
@@ -165,14 +175,13 @@ func rttCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 	}
 }
 
-func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+func passCommand(u *ui) *cli.Command {
 	return &cli.Command{
 		Name:  "pass",
 		Usage: "load on the sched Pass scheduler: submitter processes (pass.Client, each awaiting its own results) and worker processes (pass.Pool)",
 		UsageText: "passbench pass [--submitters S] [--inflight K] [--workers W] [--threads T] [--passes N | --duration D]\n" +
-			"   [--payload B] [--capacity N] [--chaos N [--seed S]] [--json] [--plot FILE] [--timeout D]",
-		OnUsageError: onUsage,
-		Flags: []cli.Flag{
+			"   [--payload B] [--capacity N] [--chaos N [--seed S]] [--format text|json | --json] [--plot FILE] [--timeout D]",
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "submitters", Value: defaultSubmitters, Usage: fmt.Sprintf("submitter processes, each a pass.Client that verifies and times its own passes (at most %d)", maxWorkers)},
 			&cli.IntFlag{Name: "inflight", Value: defaultPassInflight, Usage: "passes each submitter keeps in flight, one goroutine per pass: submit, wait for the result, again (1: a round trip at a time)",
 				DefaultText: fmt.Sprintf("%d, or the most --capacity allows if that is fewer", defaultPassInflight)},
@@ -184,9 +193,8 @@ func passCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "slots of the submit ring and of each submitter's reply ring (a power of two)"},
 			chaosFlag("worker"), seedFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up (and kill every process) after this long"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 			&cli.StringFlag{Name: "plot", Usage: "also draw the latency distribution into this .svg or .png file"},
-		},
+		}, formatFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliutil.Usage("pass takes no arguments, got %q", c.Args().First())
@@ -248,13 +256,17 @@ func warmupFlag() cli.Flag {
 }
 
 func commonFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.IntFlag{Name: "payload", Value: defaultPayload, Usage: fmt.Sprintf("message size in bytes, %d to %d", minPayload, maxPayload)},
 		&cli.IntFlag{Name: "capacity", Value: defaultCapacity, Usage: "messages the transport buffers: ring or deque slots (a power of two), channel buffer, pipe size ÷ payload; uds keeps the kernel's default"},
 		&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up on a measurement (and kill its processes) after this long"},
-		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the latency distributions into this .svg or .png file"},
-	}
+	}, formatFlags()...)
+}
+
+// formatFlags are --format text|json and its short form --json.
+func formatFlags() []cli.Flag {
+	return cliutil.FormatFlags("text (tables) or json (schema in docs/cli.md)", cliutil.FormatText, cliutil.FormatJSON)
 }
 
 func optionsFrom(c *cli.Context) Options {
@@ -268,9 +280,9 @@ func plotIfAsked(c *cli.Context, panels []plotPanel) error {
 	return nil
 }
 
-// emit prints v as JSON with --json, else as text.
+// emit prints v as JSON with --format json (--json), else as text.
 func emit(c *cli.Context, v any, text func(io.Writer) error) error {
-	if c.Bool("json") {
+	if cliutil.JSON(c) {
 		return writeJSON(c.App.Writer, v)
 	}
 	return text(c.App.Writer)

@@ -10,14 +10,13 @@ import (
 )
 
 // bareCommand is `passbench bare`, the bare loop (bare.go).
-func bareCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
+func bareCommand(u *ui) *cli.Command {
 	return &cli.Command{
 		Name:  "bare",
 		Usage: "the queues alone in the smallest loop: the shmkit ring (per message, batches, loans) against a reference ring without crash safety, a channel and a socket",
 		UsageText: "passbench bare [--messages N] [--socket-messages N] [--rounds N] [--warmup N] [--batch N] [--repeat N]\n" +
-			"   [--json] [--timeout D]",
-		OnUsageError: onUsage,
-		Flags: []cli.Flag{
+			"   [--format text|json | --json] [--timeout D]",
+		Flags: append([]cli.Flag{
 			&cli.Int64Flag{Name: "messages", Value: defaultBareMessages, Usage: "messages per throughput run of the rings and the channel"},
 			&cli.Int64Flag{Name: "socket-messages", Value: defaultBareSocketMessages, Usage: "messages per run of the Unix socket (a system call each)"},
 			&cli.IntFlag{Name: "rounds", Value: defaultBareRounds, Usage: "measured round trips per round-trip run"},
@@ -25,8 +24,7 @@ func bareCommand(u *ui, onUsage cli.OnUsageErrorFunc) *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: defaultBareBatch, Usage: fmt.Sprintf("messages per batch call of the batch row, 1 to %d", maxBareBatch)},
 			&cli.IntFlag{Name: "repeat", Value: defaultBareRepeat, Usage: "runs of every row, the rows taking turns; medians and ratios are over these"},
 			&cli.DurationFlag{Name: "timeout", Value: DefaultTimeout, Usage: "give up on a run (and kill its processes) after this long"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of tables"},
-		},
+		}, formatFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return cliutil.Usage("bare takes no arguments, got %q", c.Args().First())

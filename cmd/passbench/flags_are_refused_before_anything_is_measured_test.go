@@ -24,7 +24,10 @@ func runRefused(t *testing.T, args ...string) (stdout, stderr string, err error)
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err = newApp(&out, &errOut).RunContext(ctx, append([]string{"passbench"}, args...))
+	app := newApp(&out, &errOut)
+	cliutil.Prepare(app) // the grammar cliutil.Run gives every tool
+	ordered, _ := cliutil.Reorder(app, append([]string{"passbench"}, args...))
+	err = app.RunContext(ctx, ordered)
 	return out.String(), errOut.String(), err
 }
 
@@ -45,22 +48,22 @@ func TestFlagsAreRefusedBeforeAnythingIsMeasured(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--plot", "/nonexistent/dir/x.png"}, "--plot /nonexistent/dir/x.png: directory /nonexistent/dir does not exist"},
-		{[]string{"--plot", filepath.Join(file, "x.png")}, "is not a directory"},
-		{[]string{"--plot", filepath.Join(dir, "taken.svg")}, "exists and is not a regular file"},
-		{[]string{"--plot", filepath.Join(dir, "x.pdf")}, "--plot wants a .svg or .png file name"},
-		{[]string{"--messages", "0"}, "--messages must be at least 1, got 0 (leave it out for the default)"},
-		{[]string{"--messages", "-5"}, "--messages must be at least 1, got -5"},
-		{[]string{"--duration", "0s"}, "--duration must be positive, got 0s (leave it out for the default)"},
-		{[]string{"--duration", "-1s"}, "--duration must be positive, got -1s"},
-		{[]string{"--rounds", "0"}, "--rounds must be at least 1, got 0"},
-		{[]string{"--warmup", "-1"}, "--warmup must not be negative, got -1"},
+		{[]string{"compare", "--plot", "/nonexistent/dir/x.png"}, "--plot /nonexistent/dir/x.png: directory /nonexistent/dir does not exist"},
+		{[]string{"compare", "--plot", filepath.Join(file, "x.png")}, "is not a directory"},
+		{[]string{"compare", "--plot", filepath.Join(dir, "taken.svg")}, "exists and is not a regular file"},
+		{[]string{"compare", "--plot", filepath.Join(dir, "x.pdf")}, "--plot wants a .svg or .png file name"},
+		{[]string{"compare", "--messages", "0"}, "--messages must be at least 1, got 0 (leave it out for the default)"},
+		{[]string{"compare", "--messages", "-5"}, "--messages must be at least 1, got -5"},
+		{[]string{"compare", "--duration", "0s"}, "--duration must be positive, got 0s (leave it out for the default)"},
+		{[]string{"compare", "--duration", "-1s"}, "--duration must be positive, got -1s"},
+		{[]string{"compare", "--rounds", "0"}, "--rounds must be at least 1, got 0"},
+		{[]string{"compare", "--warmup", "-1"}, "--warmup must not be negative, got -1"},
 		// Checked by the line-up's own specs, before the first row, not
 		// when the first row that needs it comes up.
-		{[]string{"--payload", "8"}, "--payload must be in"},
-		{[]string{"--timeout", "0s"}, "timeout must be positive"},
-		{[]string{"--rounds", "2000000000"}, "rounds plus warm-up must stay below"},
-		{[]string{"--repeat", "0"}, "--repeat must be in [1, 1000], got 0"},
+		{[]string{"compare", "--payload", "8"}, "--payload must be in"},
+		{[]string{"compare", "--timeout", "0s"}, "timeout must be positive"},
+		{[]string{"compare", "--rounds", "2000000000"}, "rounds plus warm-up must stay below"},
+		{[]string{"compare", "--repeat", "0"}, "--repeat must be in [1, 1000], got 0"},
 		{[]string{"run", "--messages", "0"}, "--messages must be at least 1, got 0"},
 		{[]string{"run", "--duration", "0s"}, "--duration must be positive, got 0s"},
 		{[]string{"run", "--duration", "-2s"}, "--duration must be positive, got -2s"},
@@ -101,7 +104,7 @@ func TestPlotIntoAClosedDirectoryIsRefused(t *testing.T) {
 	}
 }
 
-// The built command, as a user runs it: the default comparison (a minute
+// The built command, as a user runs it: the comparison (a minute
 // and a half when it measures) with a --plot that cannot be written ends
 // at once with exit 2 and one line, and no stage line before it.
 func TestBadPlotEndsTheBuiltCommandBeforeMeasuring(t *testing.T) {
@@ -110,9 +113,9 @@ func TestBadPlotEndsTheBuiltCommandBeforeMeasuring(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--plot", "/nonexistent/dir/x.png"}, "passbench: --plot /nonexistent/dir/x.png: directory /nonexistent/dir does not exist\n"},
-		{[]string{"--messages", "0"}, "passbench: --messages must be at least 1, got 0 (leave it out for the default)\n"},
-		{[]string{"--duration", "0s", "--json"}, "passbench: --duration must be positive, got 0s (leave it out for the default)\n"},
+		{[]string{"compare", "--plot", "/nonexistent/dir/x.png"}, "passbench: compare: --plot /nonexistent/dir/x.png: directory /nonexistent/dir does not exist\n"},
+		{[]string{"compare", "--messages", "0"}, "passbench: compare: --messages must be at least 1, got 0 (leave it out for the default)\n"},
+		{[]string{"compare", "--duration", "0s", "--json"}, "passbench: compare: --duration must be positive, got 0s (leave it out for the default)\n"},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		cmd := exec.CommandContext(ctx, bin, tc.args...)

@@ -92,7 +92,7 @@ func TestCompareWithHogsLeavesNoHogBehind(t *testing.T) {
 		pids = append(pids, p...)
 	}
 	defer func() { hogStarted = nil }()
-	out, code, err := runApp(t, "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10",
+	out, code, err := runApp(t, "compare", "--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10",
 		"--repeat", "1", "--hogs", "2", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %v", code, err)

@@ -51,7 +51,7 @@ func TestInterruptedComparisonPrintsItsFinishedRuns(t *testing.T) {
 			// suite; nothing below depends on how long a run takes.
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			args := []string{"--duration", "300ms", "--repeat", "2", "--rounds", "2000", "--warmup", "10"}
+			args := []string{"compare", "--duration", "300ms", "--repeat", "2", "--rounds", "2000", "--warmup", "10"}
 			if asJSON {
 				args = append(args, "--json")
 			}

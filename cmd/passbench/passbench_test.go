@@ -220,7 +220,10 @@ func TestRTTEachTransport(t *testing.T) {
 func runApp(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := newApp(&out, &errOut).RunContext(t.Context(), append([]string{"passbench"}, args...))
+	app := newApp(&out, &errOut)
+	cliutil.Prepare(app) // the grammar cliutil.Run gives every tool
+	ordered, _ := cliutil.Reorder(app, append([]string{"passbench"}, args...))
+	err := app.RunContext(t.Context(), ordered)
 	return out.String(), cliutil.Code(err), err
 }
 
@@ -303,8 +306,11 @@ func checkPicture(t *testing.T, path, magic string) {
 func TestCompare(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "cmp.svg")
 	var stdout, stderr bytes.Buffer
-	err := newApp(&stdout, &stderr).RunContext(t.Context(), []string{"passbench",
+	app := newApp(&stdout, &stderr)
+	cliutil.Prepare(app) // the grammar cliutil.Run gives every tool
+	ordered, _ := cliutil.Reorder(app, []string{"passbench", "compare",
 		"--messages", strconv.Itoa(testMsgs), "--rounds", "100", "--warmup", "10", "--repeat", "2", "--json", "--plot", plot})
+	err := app.RunContext(t.Context(), ordered)
 	if code := cliutil.Code(err); code != 0 {
 		t.Fatalf("exit %d: %v", code, err)
 	}
@@ -398,8 +404,12 @@ func TestCompare(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"frobnicate"},
-		{"--messages", "10", "--duration", "1s"},
+		{"compare", "--messages", "10", "--duration", "1s"},
+		{"--messages", "10"}, // the comparison's flags are compare's
 		{"--no-such-flag"},
+		{"compare", "--format", "yaml"},
+		{"run", "--json", "--format", "text"},
+		{"compare", "extra"},
 		{"run", "--transport", "carrier-pigeon"},
 		{"run", "--transport", "spin"},
 		{"run", "--transport", "uds", "--mode", "poll"},

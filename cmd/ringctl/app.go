@@ -15,22 +15,17 @@ func newApp(stdout io.Writer) *cli.App {
 		Name:      "ringctl",
 		Usage:     "inspect, repair and operate shmkit rings",
 		UsageText: "ringctl COMMAND PATH [flags]",
-		Description: "PATH is always the first argument after the command; flags may come before or after it.\n" +
+		Description: "PATH is the one argument of a command; flags may come before or after it, and -- ends them.\n" +
 			"A bare name (no slash) is a file in /dev/shm; anything else is used as given.\n" +
 			"The inspectors (inspect, hexdump, verify, watch, and repair without --apply) map the file\n" +
 			"read-only and never change it. See docs/cli.md for the output formats and JSON schemas.",
-		Writer:          stdout,
-		HideHelpCommand: true,
+		Writer: stdout,
+		// help, completion and man, --version, and the flag grammar are
+		// cliutil.Prepare's, as in every shmkit tool.
 		Commands: []*cli.Command{
 			createCommand(), inspectCommand(), peekCommand(), hexdumpCommand(), pushCommand(),
 			drainCommand(), watchCommand(), verifyCommand(), repairCommand(),
 			getCommand(), putCommand(), delCommand(), listCommand(), serveCommand(),
-		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return cliutil.Usage("unknown command %q (see ringctl --help)", c.Args().First())
-			}
-			return cli.ShowAppHelp(c)
 		},
 	}
 }

@@ -93,21 +93,30 @@ type drainer struct {
 }
 
 func runDrain(c *cli.Context, path string) error {
-	d := &drainer{path: path, out: c.App.Writer, errOut: c.App.ErrWriter, format: c.String("format"), print: true,
+	format, err := cliutil.Format(c)
+	if err != nil {
+		return err
+	}
+	encoding, err := cliutil.Encoding(c)
+	if err != nil {
+		return err
+	}
+	if format == cliutil.FormatJSON && (c.IsSet("encoding") || c.IsSet("hex")) {
+		return cliutil.Usage("drain: --encoding applies to text output (JSON carries data_hex)")
+	}
+	if format == cliutil.FormatText {
+		format = encoding // the line is the payload, as is or in hex
+	}
+	d := &drainer{path: path, out: c.App.Writer, errOut: c.App.ErrWriter, format: format, print: true,
 		lease: c.Bool("lease") || c.IsSet("exec") || c.IsSet("heartbeat"), cmd: c.String("exec")}
 	if d.errOut == nil {
 		d.errOut = os.Stderr
-	}
-	switch d.format {
-	case "text", "hex", "json":
-	default:
-		return cliutil.Usage("drain: --format %q: want text, hex or json", d.format)
 	}
 	if c.IsSet("exec") {
 		if d.cmd == "" {
 			return cliutil.Usage("drain: --exec needs a command")
 		}
-		d.print = c.IsSet("format")
+		d.print = c.IsSet("format") || c.IsSet("json") || c.IsSet("encoding") || c.IsSet("hex")
 	}
 	if c.Int("max") < 0 {
 		return cliutil.Usage("drain: --max must not be negative")
@@ -168,10 +177,10 @@ func runDrain(c *cli.Context, path string) error {
 		return err
 	}
 	if err := d.q.Close(); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	if d.failed > 0 {
-		return fileErr(path, fmt.Errorf("the command failed for %s; released for redelivery", plural(d.failed, "message", "messages")))
+		return cliutil.FileError(path, fmt.Errorf("the command failed for %s; released for redelivery", plural(d.failed, "message", "messages")))
 	}
 	return nil
 }
@@ -201,7 +210,7 @@ func (d *drainer) run(ctx context.Context, max int, follow bool) error {
 		case errors.Is(err, transport.ErrEmpty), ctx.Err() != nil:
 			return nil
 		default:
-			return fileErr(d.path, err)
+			return cliutil.FileError(d.path, err)
 		}
 		if err := d.handle(l); err != nil {
 			return err
@@ -220,18 +229,18 @@ func (d *drainer) handle(l transport.Lease) error {
 	pos := position(&d.lay, l.Slot(), l.Lap(), d.front())
 	if !d.lease {
 		if err := d.q.Ack(l); err != nil {
-			return fileErr(d.path, err)
+			return cliutil.FileError(d.path, err)
 		}
 		err := d.emit(&pos, data, &l.Deliveries)
 		if errors.Is(err, syscall.EPIPE) {
-			return fileErr(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (ringctl peek shows messages without taking them; drain --exec acks only what a command handled)", pos))
+			return cliutil.FileError(d.path, fmt.Errorf("output closed: the message at position %d was taken and is lost (ringctl peek shows messages without taking them; drain --exec acks only what a command handled)", pos))
 		}
 		return err
 	}
 	if d.member != nil {
 		ref, err := d.member.RecordLease(d.q.ID(), l.Slot(), l.Lap(), l.Deliveries)
 		if err != nil {
-			return errors.Join(fileErr(d.path, err), d.release(l))
+			return errors.Join(cliutil.FileError(d.path, err), d.release(l))
 		}
 		defer d.member.ClearLease(ref)
 	}
@@ -244,7 +253,7 @@ func (d *drainer) handle(l transport.Lease) error {
 		return d.release(l)
 	}
 	if err := d.q.Ack(l); err != nil {
-		return fileErr(d.path, err)
+		return cliutil.FileError(d.path, err)
 	}
 	if !d.print {
 		return nil
@@ -256,7 +265,7 @@ func (d *drainer) handle(l transport.Lease) error {
 }
 
 func (d *drainer) release(l transport.Lease) error {
-	return fileErr(d.path, d.q.Release(l))
+	return cliutil.FileError(d.path, d.q.Release(l))
 }
 
 // exec runs the command on one message. ok is false when it ran and
@@ -337,7 +346,7 @@ func (d *drainer) poisoned(ctx context.Context, max int) error {
 		case errors.Is(err, transport.ErrEmpty):
 			return nil
 		case err != nil:
-			return fileErr(d.path, err)
+			return cliutil.FileError(d.path, err)
 		}
 		if err := d.emit(nil, buf[:n], &deliveries); err != nil {
 			return err
@@ -361,11 +370,11 @@ func (d *drainer) returned(ctx context.Context, max int) error {
 		case errors.Is(err, transport.ErrEmpty):
 			return nil
 		case err != nil:
-			return fileErr(d.path, err)
+			return cliutil.FileError(d.path, err)
 		}
 		if err := d.emit(nil, buf[:n], nil); err != nil {
 			if errors.Is(err, syscall.EPIPE) {
-				return fileErr(d.path, errors.New("output closed: a returned message was taken and is lost"))
+				return cliutil.FileError(d.path, errors.New("output closed: a returned message was taken and is lost"))
 			}
 			return err
 		}
@@ -386,12 +395,10 @@ func (d *drainer) register(c *cli.Context, hb string, create bool) (stop func(),
 	case errors.Is(err, shm.ErrNotExist) && create:
 		t, _, err = heartbeat.OpenOrCreate(hb, heartbeat.Config{Capacity: defaultHBCapacity, Leases: defaultHBLeases}, opts...)
 	case errors.Is(err, shm.ErrNotExist):
-		fe := fileErr(hb, err).(*fileError)
-		fe.msg += " (--heartbeat names an existing table; add --create-heartbeat to create one)"
-		return nil, fe
+		return nil, cliutil.FileError(hb, fmt.Errorf("%w (--heartbeat names an existing table; add --create-heartbeat to create one)", err))
 	}
 	if err != nil {
-		return nil, fileErr(hb, err)
+		return nil, cliutil.FileError(hb, err)
 	}
 	// A table full of dead drainers' slots recovers itself: the leases
 	// they recorded are in this queue, which Register repairs first.
@@ -402,7 +409,7 @@ func (d *drainer) register(c *cli.Context, hb string, create bool) (stop func(),
 	m, err := t.Register(hbLabel, queues...)
 	if err != nil {
 		t.Close()
-		return nil, fileErr(hb, err)
+		return nil, cliutil.FileError(hb, err)
 	}
 	d.member = m
 	done := make(chan struct{})
@@ -424,14 +431,14 @@ func (d *drainer) register(c *cli.Context, hb string, create bool) (stop func(),
 		close(done)
 		<-stopped
 		if err := m.Unregister(); err != nil {
-			fmt.Fprintf(d.errOut, "ringctl: %v\n", fileErr(hb, err))
+			fmt.Fprintf(d.errOut, "ringctl: %v\n", cliutil.FileError(hb, err))
 		}
 		t.Close()
 	}, nil
 }
 
 func drainCommand() *cli.Command {
-	return command("drain", "take messages and print them one per line, or hand each to a command", "PATH [--max N] [--format text|hex|json] [--follow] [--exec CMD [--heartbeat HB [--create-heartbeat]]] [--poisoned]", runDrain,
+	return command("drain", "take messages and print them one per line, or hand each to a command", "PATH [--max N] [--format text|json | --json] [--encoding text|hex | --hex] [--follow] [--exec CMD [--heartbeat HB [--create-heartbeat]]] [--poisoned]", runDrain,
 		"Without --follow, drain stops when the ring is empty (exit 0, also when it was empty to\n"+
 			"begin with); with --follow it waits for more until Ctrl-C (exit 0). Each message is taken\n"+
 			"with a lease. Without --exec the lease is acked as soon as the message is copied out, so it\n"+
@@ -441,21 +448,22 @@ func drainCommand() *cli.Command {
 			"line on stderr) and drain exits 1 at the end. A drain --exec killed at any moment loses\n"+
 			"nothing: ringctl repair brings back what it held. --lease without --exec is refused: a\n"+
 			"message printed to a pipe cannot be known to be processed. With --exec, messages are\n"+
-			"printed (after their command succeeded) only if --format is given. The command's output\n"+
-			"goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES in its environment.\n"+
+			"printed (after their command succeeded) only if --format, --json or --encoding is given. The\n"+
+			"command's output goes to drain's; it sees RINGCTL_RING, RINGCTL_POS and RINGCTL_DELIVERIES\n"+
+			"in its environment.\n"+
 			"--heartbeat HB (with --exec) registers in heartbeat table HB, which must exist unless\n"+
 			"--create-heartbeat is given, and records each lease there (hbdump --ring shows who holds\n"+
 			"what). --poisoned takes the messages set aside as poison instead (their position is not\n"+
 			"known). A deque is drained from the top as a thief, also while its owner is alive (ringctl\n"+
 			"never owns a deque); returned messages come after the newer ones. When the file holds\n"+
 			"messages of dead processes, drain says so on stderr (run ringctl repair).",
-		&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"},
-		&cli.StringFlag{Name: "format", Value: "text", Usage: "text (the payload as is), hex, or json ({\"pos\",\"len\",\"deliveries\",\"data_hex\"})"},
-		&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
-		&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled (needs --exec, which implies it)"},
-		&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (it must exist), recording each lease (needs --exec)"},
-		&cli.BoolFlag{Name: "create-heartbeat", Usage: "create the --heartbeat table if it does not exist (64 members, 16 leases each)"},
-		&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
-		&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
-		cliutil.AllowModeFlag())
+		withFormat(append([]cli.Flag{&cli.IntFlag{Name: "max", Usage: "stop after `N` messages (0: no limit)"}},
+			append(cliutil.EncodingFlags(),
+				&cli.BoolFlag{Name: "follow", Usage: "wait for more messages instead of stopping when the ring is empty"},
+				&cli.BoolFlag{Name: "lease", Usage: "ack each message only after it has been handled (needs --exec, which implies it)"},
+				&cli.StringFlag{Name: "heartbeat", Usage: "register and beat in heartbeat table `HB` (it must exist), recording each lease (needs --exec)"},
+				&cli.BoolFlag{Name: "create-heartbeat", Usage: "create the --heartbeat table if it does not exist (64 members, 16 leases each)"},
+				&cli.StringFlag{Name: "exec", Usage: "handle each message with sh -c `CMD` (the message on its stdin); ack on exit 0, release otherwise"},
+				&cli.BoolFlag{Name: "poisoned", Usage: "take the poisoned messages instead of the queued ones"},
+				cliutil.AllowModeFlag())...)...)...)
 }

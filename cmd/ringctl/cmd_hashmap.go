@@ -100,13 +100,13 @@ func runGet(c *cli.Context, path string) error {
 	case errors.Is(err, transport.ErrNotFound):
 		return cliutil.Problems(fmt.Sprintf("%s: %s not found", path, keyName(key)))
 	case err != nil:
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	v := buf[:n]
 	switch {
-	case c.Bool("json"):
+	case cliutil.JSON(c):
 		return cliutil.WriteJSON(c.App.Writer, newEntry(key, v))
-	case c.Bool("hex"):
+	case cliutil.Hex(c):
 		_, err = fmt.Fprintln(c.App.Writer, hex.EncodeToString(v))
 	default:
 		_, err = c.App.Writer.Write(append(v, '\n'))
@@ -137,12 +137,12 @@ func runPut(c *cli.Context, path string) error {
 	defer m.Close()
 	inserted, err := m.Put(key, value)
 	if err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	if err := m.Close(); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
-	if c.Bool("json") {
+	if cliutil.JSON(c) {
 		return cliutil.WriteJSON(c.App.Writer, putJSON{KeyHex: hex.EncodeToString(key), ValueLen: len(value), Inserted: inserted})
 	}
 	what := "updated"
@@ -168,10 +168,10 @@ func runDel(c *cli.Context, path string) error {
 	case errors.Is(err, transport.ErrNotFound):
 		return cliutil.Problems(fmt.Sprintf("%s: %s not found", path, keyName(key)))
 	case err != nil:
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	if err := m.Close(); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "deleted %s\n", keyName(key))
 	return err
@@ -190,14 +190,14 @@ func runList(c *cli.Context, path string) error {
 		return err
 	}
 	defer m.Close()
-	rep := &listReport{Path: path, Entries: []entryJSON{}, hex: c.Bool("hex")}
+	rep := &listReport{Path: path, Entries: []entryJSON{}, hex: cliutil.Hex(c)}
 	if err := guard(path, func() error {
 		return m.Range(func(k, v []byte) bool {
 			rep.Entries = append(rep.Entries, newEntry(k, v))
 			return true
 		})
 	}); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	return output(c, rep)
 }
@@ -222,25 +222,24 @@ var (
 		&cli.StringFlag{Name: "key", Usage: "the key, as text"},
 		&cli.StringFlag{Name: "key-hex", Usage: "the key, in hex (for bytes that are not text)"},
 	}
-	hexOut = &cli.BoolFlag{Name: "hex", Usage: "print values (and list's keys) in hex"}
 )
 
 func getCommand() *cli.Command {
-	return command("get", "print the value of a key of a hash map (read-only)", "PATH --key K|--key-hex HEX [--hex] [--json]", runGet,
+	return command("get", "print the value of a key of a hash map (read-only)", "PATH --key K|--key-hex HEX [--hex] [--format text|json | --json]", runGet,
 		"Prints the value stored under the key as is, one line (--hex: in hex; --json: {\"key_hex\",\n"+
 			"\"value_hex\",\"value_len\"}). A missing key is exit 1. The map is mapped read-only: the\n"+
 			"library's Get takes no lock and never sees a torn value.",
-		append(append([]cli.Flag{}, keyFlags...), hexOut, jsonFlag(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
+		withFormat(append(append(append([]cli.Flag{}, keyFlags...), cliutil.EncodingFlags()...), cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)...)
 }
 
 func putCommand() *cli.Command {
-	return command("put", "store a value under a key of a hash map", "PATH --key K|--key-hex HEX --value V|--value-hex HEX [--json]", runPut,
+	return command("put", "store a value under a key of a hash map", "PATH --key K|--key-hex HEX --value V|--value-hex HEX [--format text|json | --json]", runPut,
 		"Inserts the key or replaces its value (readers see the old value or the new, never a mix).\n"+
 			"ringctl attaches as a participant for the write and detaches after it.",
-		append(append([]cli.Flag{}, keyFlags...),
+		withFormat(append(append([]cli.Flag{}, keyFlags...),
 			&cli.StringFlag{Name: "value", Usage: "the value, as text"},
 			&cli.StringFlag{Name: "value-hex", Usage: "the value, in hex"},
-			jsonFlag(), cliutil.AllowModeFlag())...)
+			cliutil.AllowModeFlag())...)...)
 }
 
 func delCommand() *cli.Command {
@@ -250,9 +249,9 @@ func delCommand() *cli.Command {
 }
 
 func listCommand() *cli.Command {
-	return command("list", "list the entries of a hash map (read-only)", "PATH [--hex] [--json]", runList,
+	return command("list", "list the entries of a hash map (read-only)", "PATH [--hex] [--format text|json | --json]", runList,
 		"Lists every entry in bucket order: keys and values quoted when they are text, else in hex\n"+
 			"(--hex: always). The map is mapped read-only; entries changed during the list may show\n"+
 			"old or new, and a key deleted and inserted again may show twice.",
-		hexOut, jsonFlag(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())
+		withFormat(append(cliutil.EncodingFlags(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)...)
 }

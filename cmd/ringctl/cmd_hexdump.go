@@ -50,7 +50,7 @@ func runHexdump(c *cli.Context, path string) error {
 	reg, err := shm.OpenAny(path, append(opts, shm.ReadOnly())...)
 	if err != nil {
 		if !damaged(err) || c.IsSet("slot") {
-			return fileErr(path, err)
+			return cliutil.FileError(path, err)
 		}
 		return rawHexdump(c, path, rng, err)
 	}
@@ -94,12 +94,12 @@ func runHexdump(c *cli.Context, path string) error {
 func rawHexdump(c *cli.Context, path string, rng byteRange, openErr error) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return fileErr(path, openErr)
+		return cliutil.FileError(path, openErr)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		return fileErr(path, openErr)
+		return cliutil.FileError(path, openErr)
 	}
 	size := st.Size()
 	lo, hi := int64(0), size
@@ -121,12 +121,12 @@ func rawHexdump(c *cli.Context, path string, rng byteRange, openErr error) error
 		return err
 	}
 	if r.err != nil {
-		return fileErr(path, r.err)
+		return cliutil.FileError(path, r.err)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("%s: header does not validate: %s; dumped the raw bytes", path, cause(path, openErr))
+	msg := fmt.Sprintf("%s: header does not validate: %s; dumped the raw bytes", path, cliutil.Cause(path, openErr))
 	if capped {
 		msg += fmt.Sprintf(" (the first %d of %d; use --range for more)", rawDumpCap, size)
 	}

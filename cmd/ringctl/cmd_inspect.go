@@ -24,15 +24,14 @@ func runInspect(c *cli.Context, path string) error {
 		rep, err = v.inspect(path, c.Bool("slots"), cr)
 		return err
 	}); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	return output(c, rep)
 }
 
 func inspectCommand() *cli.Command {
-	return command("inspect", "show a ring's, deque's or hash map's header, counters, slot or bucket states and problems (read-only)", "PATH [--slots] [--json]", runInspect,
+	return command("inspect", "show a ring's, deque's or hash map's header, counters, slot or bucket states and problems (read-only)", "PATH [--slots] [--format text|json | --json]", runInspect,
 		"",
-		&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free (for a hash map: every bucket that is not empty)"},
-		jsonFlag(),
-		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
+		withFormat(&cli.BoolFlag{Name: "slots", Usage: "also list every slot that is not free (for a hash map: every bucket that is not empty)"},
+			cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
 }

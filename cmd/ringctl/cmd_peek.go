@@ -52,9 +52,9 @@ func runPeek(c *cli.Context, path string) error {
 	}
 	ps, err := k.peek(v, max)
 	if err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
-	rep := &peekReport{Path: path, Kind: k.kind.String(), Messages: []peekedJSON{}, hex: c.Bool("hex")}
+	rep := &peekReport{Path: path, Kind: k.kind.String(), Messages: []peekedJSON{}, hex: cliutil.Hex(c)}
 	for _, p := range ps {
 		rep.Messages = append(rep.Messages, peekedJSON{Position: p.Position, Slot: p.Slot, State: p.State.String(),
 			Deliveries: p.Deliveries, Len: len(p.Data), DataHex: hex.EncodeToString(p.Data)})
@@ -115,15 +115,13 @@ func preview(b []byte) string {
 }
 
 func peekCommand() *cli.Command {
-	return command("peek", "show the next messages of a ring or deque without taking them (read-only)", "PATH [--max N] [--hex] [--json]", runPeek,
+	return command("peek", "show the next messages of a ring or deque without taking them (read-only)", "PATH [--max N] [--hex] [--format text|json | --json]", runPeek,
 		"Maps the file read-only and lists up to N queued messages (default 10; 0: all) in the order\n"+
 			"consumers take them, with position, slot, state, deliveries so far and payload: nothing is\n"+
 			"taken, nothing is written, no participant entry is used, and no producer or consumer waits\n"+
 			"for it. A deque lists [top, bottom) from the top, then its returned messages (taken once the\n"+
 			"rest is empty). What it shows may be gone a moment later. Payloads are shown quoted when\n"+
 			"they are printable text, else in hex (--hex: always); long ones below the table.",
-		&cli.IntFlag{Name: "max", Value: 10, Usage: "show at most `N` messages (0: all)"},
-		&cli.BoolFlag{Name: "hex", Usage: "show every payload in hex"},
-		jsonFlag(),
-		cliutil.AllowModeFlag(), cliutil.OwnerFlag())
+		withFormat(append([]cli.Flag{&cli.IntFlag{Name: "max", Value: 10, Usage: "show at most `N` messages (0: all)"}},
+			append(cliutil.EncodingFlags(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)...)...)
 }

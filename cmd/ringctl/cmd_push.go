@@ -79,7 +79,7 @@ func runPush(c *cli.Context, path string) error {
 	}
 	limit := r.MaxPayload()
 	tooLarge := func(i int, size msgSize, pushed int) error {
-		return fileErr(path, fmt.Errorf("%w: message %d is %s, more than the limit of %d bytes (slot size %d); %s pushed before it",
+		return cliutil.FileError(path, fmt.Errorf("%w: message %d is %s, more than the limit of %d bytes (slot size %d); %s pushed before it",
 			transport.ErrTooLarge, i, size, limit, r.SlotSize(), plural(pushed, "message", "messages")))
 	}
 	var next source
@@ -104,7 +104,7 @@ func runPush(c *cli.Context, path string) error {
 		msg, size, err := readWhole(c.Context, c.String("file"), limit)
 		switch {
 		case c.Context.Err() != nil:
-			return fileErr(path, fmt.Errorf("interrupted while reading --file %s; 0 messages were pushed", c.String("file")))
+			return cliutil.FileError(path, fmt.Errorf("interrupted while reading --file %s; 0 messages were pushed", c.String("file")))
 		case err != nil:
 			return cliutil.Exit(cliutil.ExitProblems, fmt.Errorf("push: --file: %w", err))
 		}
@@ -123,10 +123,10 @@ func runPush(c *cli.Context, path string) error {
 		pushed, err = pushAll(c.Context, r, next, c.Duration("timeout"), tooLarge)
 		return err
 	}); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	fmt.Fprintf(c.App.Writer, "pushed %s\n", plural(pushed, "message", "messages"))
-	return fileErr(path, r.Close())
+	return cliutil.FileError(path, r.Close())
 }
 
 func pushAll(ctx context.Context, r *transport.Ring, next source, timeout time.Duration, tooLarge func(i int, size msgSize, pushed int) error) (int, error) {

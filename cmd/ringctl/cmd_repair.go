@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -152,7 +151,7 @@ func planRepair(c *cli.Context, k *kind, path, hbPath string) (repairReport, err
 			return rep, err
 		}
 		if hb, err = heartbeat.Open(hbPath, append(opts, shm.ReadOnly())...); err != nil {
-			return rep, fileErr(hbPath, err)
+			return rep, cliutil.FileError(hbPath, err)
 		}
 		defer hb.Close()
 	}
@@ -162,7 +161,7 @@ func planRepair(c *cli.Context, k *kind, path, hbPath string) (repairReport, err
 		rep.participants = cr.Participants
 		return cr.Fault
 	}); err != nil {
-		return rep, fileErr(path, err)
+		return rep, cliutil.FileError(path, err)
 	}
 	if hb != nil {
 		if err := guard(hbPath, func() error {
@@ -225,9 +224,9 @@ func repairOnce[R any](path string, repair func() (R, error)) (R, []string, erro
 	case err == nil:
 		return rr, nil, nil
 	case errors.Is(err, transport.ErrRepairBusy):
-		return rr, []string{cause(path, fileErr(path, err))}, nil
+		return rr, []string{cliutil.Cause(path, cliutil.FileError(path, err))}, nil
 	}
-	return rr, nil, fileErr(path, err)
+	return rr, nil, cliutil.FileError(path, err)
 }
 
 // repairWith makes the apply of a kind without a heartbeat table: open
@@ -244,7 +243,7 @@ func repairWith[H io.Closer, R any](open func(string, ...shm.Option) (H, error),
 			h.Close()
 			return nil, err
 		}
-		return newRepairResult(rows(rr), notDone), fileErr(path, h.Close())
+		return newRepairResult(rows(rr), notDone), cliutil.FileError(path, h.Close())
 	}
 }
 
@@ -281,7 +280,7 @@ func repairWatched[Q interface {
 			}
 			hb, err := heartbeat.Open(hbPath, opts...)
 			if err != nil {
-				return nil, fileErr(hbPath, err)
+				return nil, cliutil.FileError(hbPath, err)
 			}
 			defer hb.Close()
 			wr := heartbeat.NewWatchdog(hb, heartbeat.WatchdogConfig{Queues: []heartbeat.Repairable{q}}).Scan(true)
@@ -303,7 +302,7 @@ func repairWatched[Q interface {
 		}
 		res := newRepairResult(rows(rr), notDone)
 		res.Reclaimed = append(res.Reclaimed, reclaimed...)
-		return res, fileErr(path, q.Close())
+		return res, cliutil.FileError(path, q.Close())
 	}
 }
 
@@ -315,18 +314,9 @@ func backupFirst(c *cli.Context, path string, rep *repairReport) error {
 	if c.Bool("no-backup") {
 		return nil
 	}
-	name, err := cliutil.Backup(path, c.String("backup"))
+	name, err := cliutil.BackupBefore(path, c.String("backup"))
 	if err != nil {
-		// One line naming the file at fault; exit 1 (the operation
-		// failed), whatever the cause: the file itself was opened fine.
-		var pe *os.PathError
-		switch {
-		case errors.As(err, &pe) && errors.Is(err, cliutil.ErrBackupExists):
-			return cliutil.Exit(cliutil.ExitProblems, fileErr(pe.Path, cliutil.ErrBackupExists))
-		case errors.As(err, &pe) && pe.Path != "":
-			return cliutil.Exit(cliutil.ExitProblems, fileErr(pe.Path, errors.New("backup: "+pe.Err.Error())))
-		}
-		return cliutil.Exit(cliutil.ExitProblems, fileErr(path, errors.New("backup: "+err.Error())))
+		return err
 	}
 	rep.Backup = name
 	return nil
@@ -386,7 +376,7 @@ func (res *repairResult) write(w io.Writer, heartbeat bool) error {
 }
 
 func repairCommand() *cli.Command {
-	return command("repair", "recover what dead processes left in a ring, deque or hash map (dry run unless --apply)", "PATH [--heartbeat HB] [--apply [--backup FILE | --no-backup]] [--json]", runRepair,
+	return command("repair", "recover what dead processes left in a ring, deque or hash map (dry run unless --apply)", "PATH [--heartbeat HB] [--apply [--backup FILE | --no-backup]] [--format text|json | --json]", runRepair,
 		`Lists every problem the file's own Check finds and exactly what a repair does about each
 (an owner counts as dead only on proof: its entry lock released, in any pid namespace, with
 pid and start time agreeing where they can be asked, or another boot; never a timeout; one
@@ -399,10 +389,9 @@ it), and what it did is printed. With --heartbeat HB a watchdog also reclaims th
 slots of dead members once their leases are back in the ring or deque. A deque whose
 owner died is left without an owner, for a process to Adopt: ringctl never adopts. Safe while
 live processes use the file, and idempotent: a second run finds nothing (and makes no backup).`,
-		&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},
-		&cli.BoolFlag{Name: "apply", Usage: "repair (after making a backup); without it, only show what would be done"},
-		&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` (which must not exist) before repairing (default PATH.bak-<UTC time>-<random>)"},
-		&cli.BoolFlag{Name: "no-backup", Usage: "repair without a backup"},
-		jsonFlag(),
-		cliutil.AllowModeFlag())
+		withFormat(&cli.StringFlag{Name: "heartbeat", Usage: "also reclaim dead members of heartbeat table `HB`"},
+			&cli.BoolFlag{Name: "apply", Usage: "repair (after making a backup); without it, only show what would be done"},
+			&cli.StringFlag{Name: "backup", Usage: "copy the file to `FILE` (which must not exist) before repairing (default PATH.bak-<UTC time>-<random>)"},
+			&cli.BoolFlag{Name: "no-backup", Usage: "repair without a backup"},
+			cliutil.AllowModeFlag())...)
 }

@@ -47,13 +47,7 @@ func serveCommand() *cli.Command {
 }
 
 func runServe(c *cli.Context) error {
-	paths, err := cliutil.ParseAfterPath(c)
-	if err != nil {
-		return err
-	}
-	if c.Bool("help") {
-		return cliutil.ShowHelp(c)
-	}
+	paths := c.Args().Slice() // flags may come anywhere: cliutil.Run reordered them
 	if len(paths) == 0 {
 		paths = []string{shm.DefaultDir}
 	}

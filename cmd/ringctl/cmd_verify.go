@@ -35,7 +35,7 @@ func runVerify(c *cli.Context, path string) error {
 		cr = v.Check()
 		return cr.Fault
 	}); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	rep := verifyReport{Path: path, Clean: cr.Clean(), Checked: verifyChecked{Slots: cr.Units, Participants: cr.Participants},
 		Problems: findingsJSON(cr.Findings, cr.Participants), checked: k.checked}
@@ -57,7 +57,7 @@ func (rep verifyReport) write(w io.Writer) error {
 }
 
 func verifyCommand() *cli.Command {
-	return command("verify", "check every invariant of a ring, deque or hash map file and list each problem with its location (read-only)", "PATH [--json]", runVerify,
+	return command("verify", "check every invariant of a ring, deque or hash map file and list each problem with its location (read-only)", "PATH [--format text|json | --json]", runVerify,
 		`A header that does not validate (magic, version, flags, checksum, kind, geometry, size
 against the file, ready word) makes the file unusable: one line on stderr, exit 3. Otherwise
 the file's own Check runs and each problem it finds is listed with its location, file offset
@@ -65,5 +65,5 @@ and what a repair would do about it: reserved header bytes, head and tail (a deq
 bottom, owner word and pending hint; a map's home locks), every slot or bucket word, owners
 proven dead, poisoned messages, participant entries and the repair lock.
 Exit 0 when clean, 1 when problems were found.`,
-		jsonFlag(), cliutil.AllowModeFlag(), cliutil.OwnerFlag())
+		withFormat(cliutil.AllowModeFlag(), cliutil.OwnerFlag())...)
 }

@@ -66,11 +66,11 @@ func frames[S any](path string, file interface{ CheckFile() error }, sample func
 	var prev *S
 	return func(tty bool) (string, error) {
 		if err := file.CheckFile(); err != nil {
-			return "", fileErr(path, err)
+			return "", cliutil.FileError(path, err)
 		}
 		var s S
 		if err := guard(path, func() (err error) { s, err = sample(); return err }); err != nil {
-			return "", fileErr(path, err)
+			return "", cliutil.FileError(path, err)
 		}
 		out := render(prev, s, tty)
 		prev = &s

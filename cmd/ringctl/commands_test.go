@@ -72,11 +72,11 @@ func TestPushDrainFormats(t *testing.T) {
 	if r.code != 0 || r.stdout != "alpha\n\n" {
 		t.Fatalf("%+v", r)
 	}
-	r = run(t, "", "drain", path, "--format", "hex", "--max", "1")
+	r = run(t, "", "drain", path, "--encoding", "hex", "--max", "1")
 	if r.code != 0 || r.stdout != "626574612067616d6d61\n" {
 		t.Fatalf("%+v", r)
 	}
-	r = run(t, "", "drain", path, "--format", "json")
+	r = run(t, "", "drain", path, "--json")
 	want := `{"pos":3,"len":20,"deliveries":1,"data_hex":"6c6173742d776974686f75742d6e65776c696e65"}` + "\n" +
 		`{"pos":4,"len":3,"deliveries":1,"data_hex":"00ff41"}` + "\n" +
 		`{"pos":5,"len":12,"deliveries":1,"data_hex":"66726f6d20612066696c650a"}` + "\n"

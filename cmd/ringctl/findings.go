@@ -36,7 +36,7 @@ func findingsJSON(fs []check.Finding, participants uint64) []findingJSON {
 	for _, f := range fs {
 		fj := findingJSON{Kind: string(f.Problem), Location: f.Location, Offset: f.Offset, Owner: f.Owner,
 			Verdict: f.Verdict, Repairer: f.Owner >= 0 && uint64(f.Owner) == participants && participants > 0,
-			Action: string(f.Action), Detail: strip(f.Detail)}
+			Action: string(f.Action), Detail: cliutil.StripPrefixes(f.Detail)}
 		if f.Raw != 0 {
 			fj.Word = fmt.Sprintf("%#016x", f.Raw)
 		}

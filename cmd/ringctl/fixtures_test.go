@@ -57,6 +57,10 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	copy(b, "\x7fELF\x02\x01\x01\x00")
 	fx["badmagic.shm"] = b
 
+	// Not a shmkit file either: a short text file (shorter than any
+	// header), which is not a file being created.
+	fx["text.shm"] = []byte("hello\n")
+
 	// Files of format 3.0 (a newer major version) and 1.0 (the older one,
 	// whose holders took no entry locks), with valid checksums: refused
 	// both ways.

@@ -13,9 +13,10 @@ import (
 // Flag values the verbs share or parse: one file for what the command
 // line means, apart from what the verbs do.
 
-// jsonFlag is --json of the verbs whose output has a JSON schema.
-func jsonFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "json", Usage: "print JSON (schema in docs/cli.md)"}
+// withFormat is flags with --format text|json and its short form --json
+// first, for the verbs whose output has a JSON schema.
+func withFormat(flags ...cli.Flag) []cli.Flag {
+	return append(cliutil.FormatFlags("text, or json (schema in docs/cli.md)", cliutil.FormatText, cliutil.FormatJSON), flags...)
 }
 
 // exclusive refuses more than one of flags: "verb: --a, --b and --c

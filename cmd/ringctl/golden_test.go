@@ -112,6 +112,32 @@ var goldenCases = []struct {
 	{"usage-bad-range", "hexdump $DIR/ring.shm --range 9:3"},
 	{"usage-unknown-command", "frobnicate $DIR/ring.shm"},
 	{"usage-create-capacity", "create $DIR/new.shm --capacity 7"},
+	// The one grammar (issue 18): flags anywhere after the command (and
+	// before it), --format and its short form --json, the payload's
+	// encoding a flag of its own, flags quoted as typed, bad values said.
+	{"grammar-flag-before-command", "--json verify $DIR/ring.shm"},
+	{"grammar-format-json", "verify $DIR/ring.shm --format json"},
+	{"grammar-end-of-flags", "inspect -- $DIR/ring.shm"},
+	{"usage-json-and-format", "inspect $DIR/ring.shm --json --format text"},
+	{"usage-format-unknown", "verify $DIR/ring.shm --format yaml"},
+	{"usage-format-hex", "drain $DIR/ring.shm --format hex"},
+	{"usage-encoding-unknown", "drain $DIR/ring.shm --encoding base64"},
+	{"usage-single-dash-flag", "verify $DIR/ring.shm -nope"},
+	{"usage-flag-needs-value", "inspect $DIR/ring.shm --allow-mode"},
+	{"usage-capacity-negative", "create $DIR/new.shm --capacity -8"},
+	{"usage-capacity-not-a-number", "create $DIR/new.shm --capacity lots"},
+	{"usage-watch-interval-unit", "watch $DIR/ring.shm --interval 5"},
+	// No arguments, help (the command and the flag, anywhere).
+	{"no-arguments", ""},
+	{"help-command", "help inspect"},
+	{"help-after-path", "verify $DIR/ring.shm --help"},
+	{"usage-help-unknown-topic", "help frobnicate"},
+	// One error wording: a short text file, a file of another kind.
+	{"inspect-text-file", "inspect $DIR/text.shm"},
+	{"verify-text-file", "verify $DIR/text.shm"},
+	{"hexdump-text-file", "hexdump $DIR/text.shm"},
+	{"grammar-hex-short-for-encoding", "peek $DIR/ring.shm --encoding hex"},
+	{"usage-hex-and-encoding", "peek $DIR/ring.shm --hex --encoding text"},
 	{"usage-create-kind", "create $DIR/new.shm --kind set --capacity 8"},
 	{"usage-create-flag", "create $DIR/new.shm --kind hashmap --capacity 8 --slot-size 128"},
 	{"usage-create-hashmap-geometry", "create $DIR/new.shm --kind hashmap --capacity 8 --key-size 2000"},

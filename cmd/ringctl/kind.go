@@ -91,14 +91,14 @@ type view interface {
 	watch(path string, interval time.Duration) func(tty bool) (string, error)
 }
 
-// report is what a verb prints: as JSON with --json (the schemas of
+// report is what a verb prints: as JSON with --format json (--json) (the schemas of
 // docs/cli.md), else as text by write.
 type report interface {
 	write(w io.Writer) error
 }
 
 func output(c *cli.Context, rep report) error {
-	if c.Bool("json") {
+	if cliutil.JSON(c) {
 		return cliutil.WriteJSON(c.App.Writer, rep)
 	}
 	return rep.write(c.App.Writer)
@@ -116,14 +116,9 @@ func fileKind(c *cli.Context, path string) (layout.Kind, error) {
 	}
 	h, err := shm.ReadHeader(path, opts...)
 	if err != nil {
-		return 0, fileErr(path, err)
+		return 0, cliutil.FileError(path, err)
 	}
 	return h.Kind, nil
-}
-
-// otherTools says, for the kinds ringctl does not handle, which tool does.
-var otherTools = map[layout.Kind]string{
-	layout.KindHeartbeat: "a heartbeat table: use hbdump",
 }
 
 // kindOf returns the entry for the file at path. A file of a kind ringctl
@@ -136,11 +131,7 @@ func kindOf(c *cli.Context, path string) (*kind, error) {
 	if e := kinds[k]; e != nil {
 		return e, nil
 	}
-	what, ok := otherTools[k]
-	if !ok {
-		what = fmt.Sprintf("a %s: no shmkit tool inspects it (ringctl hexdump shows its bytes)", k)
-	}
-	return nil, fileErr(path, fmt.Errorf("%w: file is %s (ringctl handles rings, deques and hash maps)", layout.ErrWrongKind, what))
+	return nil, cliutil.WrongKind(path, "ringctl", "rings, deques and hash maps", k)
 }
 
 // openView opens path read-only through its kind's entry.
@@ -160,7 +151,7 @@ func (k *kind) watched() bool { return k.members != nil }
 // refuse is the error of a verb that does not take the kind: exit 3, as
 // for a library open of the wrong kind.
 func (k *kind) refuse(path, verb, takes string) error {
-	return fileErr(path, fmt.Errorf("%w: ringctl %s takes %s; file is a %s", layout.ErrWrongKind, verb, takes, k.kind))
+	return cliutil.FileError(path, fmt.Errorf("%w: ringctl %s takes %s; file is %s", layout.ErrWrongKind, verb, takes, cliutil.KindNoun(k.kind)))
 }
 
 // viewOf makes a kind's open: the library's read-only open of the kind,

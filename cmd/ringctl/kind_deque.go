@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
@@ -51,7 +52,7 @@ type dequeView struct{ *transport.Deque }
 func dequeLayout(path string, h layout.Header) (layout.SlotGeometry, error) {
 	l, err := layout.NewDequeLayout(h.Geometry)
 	if err != nil {
-		return l.SlotGeometry, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+		return l.SlotGeometry, cliutil.FileError(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
 	}
 	return l.SlotGeometry, nil
 }
@@ -132,7 +133,7 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 	}
 	scan := d.Scan()
 	if scan.Fault != nil {
-		return nil, fileErr(path, scan.Fault)
+		return nil, cliutil.FileError(path, scan.Fault)
 	}
 	cs := scan.Counters
 	n := countSlots(scan.Slots, l.Capacity)
@@ -153,7 +154,7 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 		slots := []dequeSlotJSON{}
 		all, err := slotsJSON(&l, scan.Slots, cs.Top, scan.Peers, d.PeekSlot)
 		if err != nil {
-			return nil, fileErr(path, err)
+			return nil, cliutil.FileError(path, err)
 		}
 		for i, s := range all {
 			slots = append(slots, dequeSlotJSON{slotJSON: s, Taker: taker(scan.Slots[i], cs.Owner)})
@@ -186,7 +187,7 @@ func ownerJSON(scan transport.DequeScanReport, cr check.Report) *dequeOwnerJSON 
 	if f != nil {
 		oj.Participant, oj.Word = f.Owner, fmt.Sprintf("%#016x", f.Raw)
 		if !f.Dead {
-			oj.Reason = strip(f.Detail)
+			oj.Reason = cliutil.StripPrefixes(f.Detail)
 		}
 	}
 	return oj

@@ -54,7 +54,7 @@ func createMap(c *cli.Context, path string, opts ...shm.Option) (string, error) 
 	}
 	m, err := hashmap.Create(path, cfg, opts...)
 	if err != nil {
-		return "", fileErr(path, err)
+		return "", cliutil.FileError(path, err)
 	}
 	l, err := mapLayout(path, m.Header())
 	if err != nil {
@@ -63,7 +63,7 @@ func createMap(c *cli.Context, path string, opts ...shm.Option) (string, error) 
 	}
 	line := fmt.Sprintf("a hash map of %d buckets of %d bytes (keys up to %d bytes, values up to %d bytes), %d participants, %d bytes",
 		l.Capacity, l.BucketSize, l.KeySize, l.ValueSize, l.Participants, m.Header().FileSize)
-	return line, fileErr(path, m.Close())
+	return line, cliutil.FileError(path, m.Close())
 }
 
 // mapView is a hash map mapped read-only. inspect also maps the file's
@@ -79,7 +79,7 @@ func (mapView) watch(string, time.Duration) func(bool) (string, error) { return 
 func mapLayout(path string, h layout.Header) (layout.HashMapLayout, error) {
 	l, err := layout.NewHashMapLayout(h.Geometry)
 	if err != nil {
-		return l, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+		return l, cliutil.FileError(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
 	}
 	return l, nil
 }
@@ -161,7 +161,7 @@ func bucketInfo(l *layout.HashMapLayout, base uint64, mem []byte, i uint64, br *
 	b := bucketJSON{Index: i, wordJSON: newWordJSON(w.State.String(), "ok", raw, int(w.Owner)-1, false, 0, false), Version: w.Version}
 	if br != nil {
 		b = bucketJSON{Index: i, wordJSON: newWordJSON(br.Word.State.String(), mapProblemName(br.Problem), br.Raw, br.Owner,
-			br.Owner >= 0 && uint64(br.Owner) < l.Entries, br.OwnerID.PID, br.Alive), Version: br.Word.Version, Error: strip(br.Err)}
+			br.Owner >= 0 && uint64(br.Owner) < l.Entries, br.OwnerID.PID, br.Alive), Version: br.Word.Version, Error: cliutil.StripPrefixes(br.Err)}
 		if b.OwnerAlive != nil {
 			b.ownerWhere = otherWhere(peers, br.Owner)
 		}
@@ -193,7 +193,7 @@ func (m mapView) inspect(path string, withBuckets bool, cr check.Report) (report
 	mem, base := reg.Bytes(), uint64(h.HeaderSize)
 	scan := m.Scan()
 	if scan.Fault != nil {
-		return nil, fileErr(path, scan.Fault)
+		return nil, cliutil.FileError(path, scan.Fault)
 	}
 	cs := scan.Counters
 	rep := &mapInspectReport{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/transport"
@@ -100,7 +101,7 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 	}
 	scan := r.Scan()
 	if scan.Fault != nil {
-		return nil, fileErr(path, scan.Fault)
+		return nil, cliutil.FileError(path, scan.Fault)
 	}
 	cs := scan.Counters
 	rep := &inspectReport{
@@ -116,7 +117,7 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 	if withSlots {
 		slots, err := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers, r.PeekSlot)
 		if err != nil {
-			return nil, fileErr(path, err)
+			return nil, cliutil.FileError(path, err)
 		}
 		rep.Slots = &slots
 	}

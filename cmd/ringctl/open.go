@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -17,61 +16,6 @@ import (
 	"github.com/shmkit/shmkit/transport"
 )
 
-// fileError is a one-line error about a file, "PATH: cause", that keeps the
-// library's error underneath so that cliutil.Code still maps it to its exit
-// code (errors.Is sees through it).
-type fileError struct {
-	path, msg string
-	err       error
-}
-
-func (e *fileError) Error() string { return e.path + ": " + e.msg }
-func (e *fileError) Unwrap() error { return e.err }
-
-// fileErr words err as "PATH: cause": the path once, at the front, and the
-// cause without the library's package prefixes ("layout: ", "shm: ", ...)
-// or repeated phrases. The chain is kept for errors.Is.
-func fileErr(path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fileError
-	var ee *cliutil.ExitError
-	if errors.As(err, &fe) || errors.As(err, &ee) {
-		return err
-	}
-	return &fileError{path: path, msg: cause(path, err), err: err}
-}
-
-// cause is err's message about path, without the path itself, package
-// prefixes, or a phrase repeated by wrapping.
-func cause(path string, err error) string {
-	msg := err.Error()
-	if pe, ok := err.(*shm.PathError); ok {
-		if pe.Path != "" {
-			path = pe.Path
-		}
-		msg = pe.Err.Error()
-	}
-	msg = strip(strings.ReplaceAll(msg, path+": ", ""))
-	var out []string
-	for _, p := range strings.Split(msg, ": ") {
-		if len(out) > 0 && out[len(out)-1] == p {
-			continue // "file does not exist: file does not exist"
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, ": ")
-}
-
-// strip removes the library's package prefixes from a message.
-func strip(msg string) string {
-	for _, p := range []string{"layout: ", "shm: ", "transport: "} {
-		msg = strings.ReplaceAll(msg, p, "")
-	}
-	return msg
-}
-
 // guard runs fn under shm.Guard: a memory fault (the file truncated under
 // the mapping) becomes an error naming the path, exit code 3, instead of a
 // crash. fn must do every read of a mapping it was given.
@@ -82,9 +26,9 @@ func guard(path string, fn func() error) error {
 		// file and say why it faulted; a fault here is a bare one.
 		var pe *shm.PathError
 		if errors.As(err, &pe) {
-			return fileErr(path, pe)
+			return cliutil.FileError(path, pe)
 		}
-		return fileErr(path, &shm.PathError{Op: "read", Path: path, Err: err})
+		return cliutil.FileError(path, &shm.PathError{Op: "read", Path: path, Err: err})
 	}
 	return err
 }
@@ -98,7 +42,7 @@ func openWith[T any](c *cli.Context, path string, open func(string, ...shm.Optio
 		return none, err
 	}
 	v, err := open(path, opts...)
-	return v, fileErr(path, err)
+	return v, cliutil.FileError(path, err)
 }
 
 // openRaw maps path read-only as a file of kind, for the bytes a handle
@@ -111,13 +55,13 @@ func openRaw(c *cli.Context, path string, kind layout.Kind, v interface{ Header(
 	}
 	reg, err := shm.Open(path, kind, append(opts, shm.ReadOnly())...)
 	if err != nil {
-		return nil, fileErr(path, err)
+		return nil, cliutil.FileError(path, err)
 	}
 	h1, h2 := reg.Header(), v.Header()
 	h1.Generation, h2.Generation = 0, 0 // the one mutable word
 	if h1 != h2 {
 		reg.Close()
-		return nil, fileErr(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
+		return nil, cliutil.FileError(path, fmt.Errorf("%w: the file was replaced between two opens", layout.ErrGeometry))
 	}
 	return reg, nil
 }
@@ -132,7 +76,7 @@ func openAttached(c *cli.Context, path string) (*transport.Ring, error) {
 func ringLayout(path string, h layout.Header) (layout.SlotGeometry, error) {
 	l, err := layout.NewRingLayout(h.Geometry)
 	if err != nil {
-		return l.SlotGeometry, fileErr(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
+		return l.SlotGeometry, cliutil.FileError(path, fmt.Errorf("%w: %v", layout.ErrGeometry, err))
 	}
 	return l.SlotGeometry, nil
 }

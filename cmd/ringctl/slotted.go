@@ -258,7 +258,7 @@ func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint6
 		sj := slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
 			wordJSON: newWordJSON(s.Word.State.String(), problemName(s.Problem), s.Raw, s.Owner,
 				s.Owner >= 0 && uint64(s.Owner) < l.Entries, s.OwnerID.PID, s.Alive),
-			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: strip(s.Err)}
+			Length: s.Word.Length, Deliveries: s.Word.Deliveries, Error: cliutil.StripPrefixes(s.Err)}
 		if sj.OwnerAlive != nil {
 			sj.ownerWhere = otherWhere(peers, s.Owner)
 		}
@@ -323,7 +323,7 @@ func slottedCreate[T interface {
 		}
 		h, err := create(path, cfg, opts...)
 		if err != nil {
-			return "", fileErr(path, err)
+			return "", cliutil.FileError(path, err)
 		}
 		l, err := lay(path, h.Header())
 		if err != nil {
@@ -332,7 +332,7 @@ func slottedCreate[T interface {
 		}
 		line := fmt.Sprintf("%s of %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes",
 			what, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, h.Header().FileSize)
-		return line, fileErr(path, h.Close())
+		return line, cliutil.FileError(path, h.Close())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/transport/check"
 )
 
@@ -20,7 +21,7 @@ func warnStranded(c *cli.Context, path string, f interface{ Check() check.Report
 		cr = f.Check()
 		return cr.Fault
 	}); err != nil {
-		return fileErr(path, err)
+		return cliutil.FileError(path, err)
 	}
 	n := cr.Stranded()
 	if n == 0 {

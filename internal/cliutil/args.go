@@ -2,9 +2,7 @@ package cliutil
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -17,29 +15,35 @@ import (
 )
 
 // WithPath makes an action of a command whose one positional argument is
-// a file: flags may come before or after PATH (urfave/cli stops at the
-// first positional argument; operators type flags last), "--" ends the
-// flags, --help after PATH shows the command's help, and a bare name
-// resolves under /dev/shm.
+// a file: a bare name resolves under /dev/shm. (Flags may come before or
+// after PATH: Run reorders the command line before parsing.)
 func WithPath(fn func(c *cli.Context, path string) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		args, err := ParseAfterPath(c)
+		path, err := PathArg(c, "")
 		if err != nil {
 			return err
 		}
-		if c.Bool("help") {
-			return ShowHelp(c)
-		}
-		switch {
-		case len(args) == 0:
-			return Usage("%smissing PATH (see %s --help)", prefix(c), strings.TrimSpace(c.App.Name+" "+subName(c)))
-		case len(args) > 1:
-			return Usage("%sunexpected argument %q after PATH", prefix(c), args[1])
-		case args[0] == "":
-			return Usage("%sempty PATH", prefix(c))
-		}
-		return fn(c, shm.Resolve(args[0]))
+		return fn(c, shm.Resolve(path))
 	}
+}
+
+// PathArg is the one PATH argument of the running command, as given;
+// what says what PATH is in the error for a missing one (empty: the
+// command's help is named).
+func PathArg(c *cli.Context, what string) (string, error) {
+	args := c.Args().Slice()
+	switch {
+	case len(args) == 0:
+		if what == "" {
+			what = "see " + strings.TrimSpace(c.App.Name+" help "+subName(c))
+		}
+		return "", Usage("%smissing PATH (%s)", prefix(c), what)
+	case len(args) > 1:
+		return "", Usage("%sunexpected argument %q after PATH (one PATH only)", prefix(c), args[1])
+	case args[0] == "":
+		return "", Usage("%sempty PATH", prefix(c))
+	}
+	return args[0], nil
 }
 
 // ShowHelp prints the help of the running command (the app's own for the
@@ -48,13 +52,13 @@ func ShowHelp(c *cli.Context) error {
 	if subName(c) == "" {
 		return cli.ShowAppHelp(c)
 	}
-	cli.HelpPrinter(c.App.Writer, cli.CommandHelpTemplate, c.Command)
+	cli.HelpPrinter(c.App.Writer, c.Command.CustomHelpTemplate, c.Command)
 	return nil
 }
 
 // subName is the running subcommand's name, "" for the app's own action.
 func subName(c *cli.Context) string {
-	if c.Command == nil || c.Command.Name == c.App.Name {
+	if c.Command == nil || c.Command.Name == c.App.Name || c.Command.Name == "" {
 		return ""
 	}
 	return c.Command.Name
@@ -66,73 +70,6 @@ func prefix(c *cli.Context) string {
 		return n + ": "
 	}
 	return ""
-}
-
-// ParseAfterPath parses the flags that follow positional arguments into
-// the context and returns the positional arguments.
-func ParseAfterPath(c *cli.Context) ([]string, error) {
-	in := c.Args().Slice()
-	if len(in) <= 1 {
-		return in, nil
-	}
-	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	var all []cli.Flag
-	for _, f := range append(append([]cli.Flag{}, c.Command.Flags...), c.App.Flags...) {
-		if set.Lookup(f.Names()[0]) != nil {
-			continue // --help is both the app's and the command's
-		}
-		if err := f.Apply(set); err != nil {
-			return nil, Usage("%s%v", prefix(c), err)
-		}
-		all = append(all, f)
-	}
-	var pos []string
-	for rest := in; len(rest) > 0; {
-		if rest[0] == "--" {
-			pos = append(pos, rest[1:]...)
-			break
-		}
-		if !strings.HasPrefix(rest[0], "-") || rest[0] == "-" {
-			pos = append(pos, rest[0])
-			rest = rest[1:]
-			continue
-		}
-		if err := set.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, Usage("%sflag provided but not defined: %s", prefix(c), rest[0])
-			}
-			return nil, Usage("%s%v", prefix(c), err)
-		}
-		// flag.Parse swallows a "--" that ends the flags: what follows
-		// it is positional, even if it looks like a flag.
-		if consumed := len(rest) - set.NArg(); consumed > 0 && rest[consumed-1] == "--" {
-			pos = append(pos, set.Args()...)
-			break
-		}
-		rest = set.Args()
-	}
-	var err error
-	set.Visit(func(fl *flag.Flag) {
-		for _, f := range all {
-			names := f.Names()
-			if !slices.Contains(names, fl.Name) {
-				continue
-			}
-			values := []string{fl.Value.String()}
-			if sv, ok := fl.Value.(interface{ Value() []string }); ok {
-				values = sv.Value() // a repeatable flag: set each value
-			}
-			for _, n := range names { // keep aliases in step
-				for _, v := range values {
-					if serr := c.Set(n, v); serr != nil && err == nil {
-						err = Usage("%s--%s: %v", prefix(c), fl.Name, serr)
-					}
-				}
-			}
-		}
-	})
-	return pos, err
 }
 
 // ReadyWait is how long the commands wait for a file that exists but is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,44 @@ func BackupName(path string, now time.Time) (string, error) {
 // before a change.
 func Backup(src, dst string) (string, error) {
 	return backup(src, dst, func() (string, error) { return BackupName(src, time.Now()) })
+}
+
+// BackupBefore is Backup for a command about to change the file at path:
+// its error is the one line every tool prints, naming the file at fault,
+// exit 1 (the operation failed, whatever the cause: the file itself was
+// opened fine). Every command that changes a file (ringctl repair
+// --apply, hbdump reap --apply) backs it up through here first.
+func BackupBefore(path, dst string) (string, error) {
+	name, err := Backup(path, dst)
+	if err == nil {
+		return name, nil
+	}
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe) && errors.Is(err, ErrBackupExists):
+		return "", Exit(ExitProblems, FileError(pe.Path, ErrBackupExists))
+	case errors.As(err, &pe) && pe.Path != "":
+		return "", Exit(ExitProblems, FileError(pe.Path, errors.New("backup: "+pe.Err.Error())))
+	}
+	return "", Exit(ExitProblems, FileError(path, errors.New("backup: "+err.Error())))
+}
+
+// IsBackupName reports whether name is one BackupName gives
+// (PATH.bak-<UTC time>-<random>): a copy, never the file in use.
+func IsBackupName(name string) bool {
+	i := strings.LastIndex(name, ".bak-")
+	if i < 0 {
+		return false
+	}
+	stamp, random, ok := strings.Cut(name[i+len(".bak-"):], "-")
+	if !ok || len(random) != 16 {
+		return false
+	}
+	if _, err := time.Parse("20060102T150405Z", stamp); err != nil {
+		return false
+	}
+	_, err := hex.DecodeString(random)
+	return err == nil
 }
 
 // backup is Backup with the source of fresh names given (tests squat some).

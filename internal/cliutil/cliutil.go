@@ -108,41 +108,79 @@ func Code(err error) int {
 	return ExitProblems
 }
 
-// Run runs app with args and returns the exit code. Errors are printed as
-// one line on stderr ("name: cause"); a panic, whatever the file held,
-// becomes one line too, never a stack trace. SIGINT and SIGTERM cancel the
-// context the commands see (watch views end cleanly on Ctrl-C).
+// Run runs app with args and returns the exit code. It sets the app up as
+// every shmkit tool is (Prepare) and reorders the command line into the
+// shared flag grammar (Reorder). Errors are printed as one line on stderr
+// ("name: cause"); a usage error quotes the flags as typed; a panic,
+// whatever the file held, becomes one line too, never a stack trace.
+// SIGINT and SIGTERM cancel the context the commands see (watch views end
+// cleanly on Ctrl-C).
 func Run(app *cli.App, args []string, stderr io.Writer) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app.ErrWriter = stderr
 	app.ExitErrHandler = func(*cli.Context, error) {} // we decide the exit code
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return Exit(ExitUsage, err) }
-	if app.CustomAppHelpTemplate == "" {
-		app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + ExitCodesHelp + "\n"
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "%s: internal error: %v\n", app.Name, r)
 			code = ExitProblems
 		}
 	}()
-	err := app.RunContext(ctx, args)
+	Prepare(app)
+	ordered, leaf := Reorder(app, args)
+	err := app.RunContext(ctx, ordered)
 	if err == nil {
 		return ExitOK
 	}
 	code = Code(err)
-	if msg := oneLine(err.Error()); msg != "" {
-		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)
-	}
-	if code == ExitProblems && isUsageMessage(err) {
+	msg := oneLine(err.Error())
+	var fe *flagError
+	if errors.As(err, &fe) || (code == ExitProblems && isUsageMessage(err)) {
 		code = ExitUsage
+		flags := app.Flags
+		if leaf != nil {
+			flags = leaf.Flags
+		}
+		if len(args) > 0 {
+			args = args[1:]
+		}
+		msg = reword(app.Name, msg, flags, args)
+		if leaf == nil {
+			msg += commandsWithFlag(app, msg)
+		}
+	}
+	// A usage error names the command it is about, in every tool.
+	if code == ExitUsage && leaf != nil && !strings.HasPrefix(msg, leaf.Name+": ") {
+		msg = leaf.Name + ": " + msg
+	}
+	if msg != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)
 	}
 	return code
 }
 
+// commandsWithFlag is, for "unknown flag --x" of the tool's own action,
+// which commands have --x ("(a flag of: compare, run)"), else "".
+func commandsWithFlag(app *cli.App, msg string) string {
+	typed, ok := strings.CutPrefix(msg, "unknown flag ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(typed, "-"), "=")
+	var with []string
+	for _, c := range app.Commands {
+		if hasFlag(c.Flags, name) {
+			with = append(with, c.Name)
+		}
+	}
+	if len(with) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (a flag of %s %s: it goes after the command)", app.Name, strings.Join(with, ", "))
+}
+
 // isUsageMessage catches the usage errors urfave/cli returns without
-// calling OnUsageError (missing required flags, unknown commands).
+// calling OnUsageError (missing required flags, unknown help topics).
 func isUsageMessage(err error) bool {
 	var ee *ExitError
 	if errors.As(err, &ee) {

@@ -47,15 +47,15 @@ func TestRunOneLineErrorsAndCodes(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"ok", nil, func(*cli.Context) error { return nil }, 0, ""},
-		{"unusable", nil, func(*cli.Context) error {
+		{"ok", []string{"x"}, func(*cli.Context) error { return nil }, 0, ""},
+		{"unusable", []string{"x"}, func(*cli.Context) error {
 			return fmt.Errorf("/dev/shm/x: %w", layout.ErrBadMagic)
 		}, 3, "tool: /dev/shm/x: layout: not a shmkit file (bad magic)\n"},
-		{"panic", nil, func(*cli.Context) error { panic("boom") }, 1, "tool: internal error: boom\n"},
+		{"panic", []string{"x"}, func(*cli.Context) error { panic("boom") }, 1, "tool: internal error: boom\n"},
 		{"bad flag", []string{"--nope"}, func(*cli.Context) error { return nil }, 2, ""},
 		{"bad flag value", []string{"--n", "x"}, func(*cli.Context) error { return nil }, 2, ""},
 		{"missing required", []string{"sub"}, func(*cli.Context) error { return nil }, 2, ""},
-		{"multi-line error", nil, func(*cli.Context) error { return errors.New("a\nb") }, 1, "tool: a b\n"},
+		{"multi-line error", []string{"x"}, func(*cli.Context) error { return errors.New("a\nb") }, 1, "tool: a b\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer

@@ -40,7 +40,7 @@ func TestUnusableFilesAreReportedNotFatal(t *testing.T) {
 	}
 	cases := map[string]string{ // path -> reason
 		filepath.Join(dir, "missing"):           "not_found",
-		write("text", []byte("hello\n"), 0o600): "truncated", // shorter than any header
+		write("text", []byte("hello\n"), 0o600): "not_shmkit", // shorter than any header, and not the start of one
 		write("elf", append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 8192)...), 0o600): "not_shmkit",
 		write("half", img[:len(img)/2], 0o600):                                                "truncated",
 		write("open", img, 0o644):                                                             "permissive_mode",
