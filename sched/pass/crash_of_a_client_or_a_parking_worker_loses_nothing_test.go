@@ -1,12 +1,14 @@
 package pass
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shmkit/shmkit/internal/proctest"
 	"github.com/shmkit/shmkit/sched/heartbeat"
@@ -139,6 +141,35 @@ func stopProcess(t *testing.T, c *proctest.Child) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Cmd.Process.Signal(syscall.SIGCONT) })
+	// kill returns before every thread has stopped: a thread running on
+	// the other core went on popping for milliseconds on a loaded machine
+	// (it took the ring's fill, and the test waited for a park that never
+	// came). Wait until /proc shows every thread stopped.
+	for !allThreadsStopped(c.Cmd.Process.Pid) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in the stopped
+// state ('T' in /proc/PID/task/TID/stat).
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 func continueProcess(t *testing.T, c *proctest.Child) {
