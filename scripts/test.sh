@@ -29,7 +29,7 @@ CGO_ENABLED=0 go build ./...
 step "4/6 go test -race -count=1 -timeout 20m ./..."
 go test -race -count=1 -timeout 20m ./...
 
-step "5/6 models/check.sh (Spin: the ring's protocol with a death at every step; installs spin if missing)"
+step "5/6 models/check.sh (Spin: the ring's and the deque's protocols with a death at every step; installs spin if missing)"
 ./models/check.sh
 
 step "6/6 fuzz targets, $FUZZTIME each"
