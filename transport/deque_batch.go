@@ -84,13 +84,7 @@ func (d *Deque) batchFits(msgs [][]byte) error {
 	if !d.owner.Load() {
 		return fmt.Errorf("%w: %s", ErrNotOwner, d.Path())
 	}
-	limit := d.lay.PayloadMax()
-	for i, m := range msgs {
-		if uint64(len(m)) > limit {
-			return fmt.Errorf("%w: %s: message %d of the batch is %d bytes, the limit is %d; nothing pushed", ErrTooLarge, d.Path(), i, len(m), limit)
-		}
-	}
-	return nil
+	return batchSizes(d.Path(), d.lay.PayloadMax(), msgs)
 }
 
 // pushBatch runs under ownerMu: run by run until all are pushed or a run

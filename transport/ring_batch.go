@@ -69,10 +69,15 @@ func (r *Ring) PushBatch(ctx context.Context, msgs [][]byte) (int, error) {
 
 // batchFits refuses a push batch with a message larger than a slot holds.
 func (r *Ring) batchFits(msgs [][]byte) error {
-	limit := r.lay.PayloadMax()
+	return batchSizes(r.Path(), r.lay.PayloadMax(), msgs)
+}
+
+// batchSizes refuses a push batch (the ring's or the deque's) naming the
+// first message larger than limit: nothing of it is pushed.
+func batchSizes(path string, limit uint64, msgs [][]byte) error {
 	for i, m := range msgs {
 		if uint64(len(m)) > limit {
-			return fmt.Errorf("%w: %s: message %d of the batch is %d bytes, the limit is %d; nothing pushed", ErrTooLarge, r.Path(), i, len(m), limit)
+			return fmt.Errorf("%w: %s: message %d of the batch is %d bytes, the limit is %d; nothing pushed", ErrTooLarge, path, i, len(m), limit)
 		}
 	}
 	return nil
