@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,10 +34,10 @@ func isChild() bool { return os.Getenv(envRole) != "" }
 
 // childMain is the whole life of a child process; it returns the exit code.
 func childMain() int {
-	// Ctrl-C on a terminal signals the whole process group: the parent
-	// ends its children itself (and keeps what finished), so a child must
-	// not die of the signal first and turn an interruption into a failed
-	// run. A parent that is gone is noticed by watchParent.
+	// Children run in a process group of their own (startChild), out of
+	// a terminal's Ctrl-C; an interrupt sent to them some other way is
+	// ignored too: the parent ends its children itself (and keeps what
+	// finished). A parent that is gone is noticed by watchParent.
 	signal.Ignore(os.Interrupt)
 	role := os.Getenv(envRole)
 	limit, err := time.ParseDuration(os.Getenv(envTimeout))
@@ -118,6 +119,12 @@ func startChild(ctx context.Context, role string, job any, files []*os.File, lim
 		envTimeout+"="+limit.String(),
 	)
 	cmd.ExtraFiles = files
+	// A process group of its own: Ctrl-C on a terminal signals the
+	// foreground group, and a child started into it could die of the
+	// signal before childMain ignores it (seen in a test that signals the
+	// group), turning an interruption into a failed run. The parent ends
+	// its children itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c := &child{cmd: cmd, stderr: &cappedBuffer{max: 16 << 10}, done: make(chan struct{}), cancel: cancel}
 	cmd.Stdout, cmd.Stderr = &c.stdout, c.stderr
 	cmd.WaitDelay = time.Second
