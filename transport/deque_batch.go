@@ -154,9 +154,19 @@ func (d *Deque) pushRun(msgs [][]byte) (int, error) {
 		}
 	}
 	shm.CrashPoint(crashDequePushBatchAfterClaims)
+	var firstID uint64
+	if d.lay.MessageIDs {
+		// One number for each message of the run, taken at once (a death
+		// before they are published leaves a gap, as a single push's).
+		firstID = d.nextID.Add(k) - k + 1
+		shm.CrashPoint(crashDequePushBatchAfterIDs)
+	}
 	for j := uint64(0); j < k; j++ {
 		p := b + j
 		m := msgs[j]
+		if firstID != 0 {
+			d.setSlotID(p, firstID+j)
+		}
 		copy(d.payload(p, uint32(len(m))), m)
 		// Release, as in pushBottom: the payload before the READY word.
 		storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(m)), Lap: d.lay.LapOf(p)}.Pack())
@@ -287,7 +297,7 @@ func (d *Deque) popBatchBottom(bufs [][]byte, lens []int) (int, error) {
 		case err == ErrEmpty && d.pending.Load() != 0:
 			// popBottom's way: a returned message (leased, never
 			// READING, which marks bottom pops), copied and freed.
-			lens[n], err = d.popReturned(bufs[n])
+			lens[n], _, err = d.popReturned(bufs[n])
 		case err == errTakeFromTop:
 			// pop's way: the newest message has been delivered too
 			// often; take from the top, where steals set poison aside.
