@@ -3,7 +3,9 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/shmkit/shmkit/layout"
@@ -204,5 +206,60 @@ func TestRingLeasesLoansBatchesAndPeekCarryIDs(t *testing.T) {
 	}
 	if err := r.AckBatch(leases[:n]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnknownOptionBitsAndOtherFormatsAreRefusedAtOpen: a ring or deque
+// file whose option word sets a bit this format does not define, with a
+// valid checksum, does not open (layout.ErrGeometry), nor does a file of
+// format 2 (layout.ErrVersionMismatch): a reader that guessed would take
+// an id for payload bytes or the reverse.
+func TestUnknownOptionBitsAndOtherFormatsAreRefusedAtOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		patch func(b []byte)
+		want  error
+	}{
+		{"option bit 1", func(b []byte) { binary.LittleEndian.PutUint32(b[layout.OffParam2:], layout.RingOptMessageIDs|2) }, layout.ErrGeometry},
+		{"option bit 31", func(b []byte) { binary.LittleEndian.PutUint32(b[layout.OffParam2:], 1<<31) }, layout.ErrGeometry},
+		{"format 2", func(b []byte) { binary.LittleEndian.PutUint16(b[layout.OffMajor:], 2) }, layout.ErrVersionMismatch},
+	} {
+		for _, deque := range []bool{false, true} {
+			path := ringPath(t)
+			var err error
+			if deque {
+				var d *Deque
+				d, err = CreateDeque(path, DequeConfig{Capacity: 4, MessageIDs: true})
+				if err == nil {
+					d.Close()
+				}
+			} else {
+				var r *Ring
+				r, err = CreateRing(path, RingConfig{Capacity: 4, MessageIDs: true})
+				if err == nil {
+					r.Close()
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.patch(b)
+			binary.LittleEndian.PutUint32(b[layout.OffChecksum:], layout.Checksum(b))
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if deque {
+				_, err = OpenDeque(path)
+			} else {
+				_, err = OpenRing(path)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("%s (deque %v): open gave %v, want %v", tc.name, deque, err, tc.want)
+			}
+		}
 	}
 }
