@@ -101,9 +101,9 @@
 // kept in the last 8 bytes of its slot, so a slot carries 8 bytes less
 // payload (48 of a 64-byte slot). Without it (the default) nothing
 // changes, and the id calls refuse with ErrNoMessageIDs. A ring's plain
-// push (TryPush, Push, a batch, a loan) stamps its position+1; TryPushID
-// and PushID (and Loan.SetID) stamp the caller's, which must not be 0
-// (ErrZeroID). A deque numbers its pushes from a counter in the file (its
+// push (TryPush, Push, a batch, a loan) stamps its position+1; TryPushID,
+// PushID, TryPushBatchID, PushBatchID (and Loan.SetID) stamp the
+// caller's, which must not be 0 (ErrZeroID). A deque numbers its pushes from a counter in the file (its
 // positions are reused when the owner pops back). TryPopID, PopID,
 // Lease.ID (TryClaim, Claim, the claim batches) and Peek report the id;
 // the plain pop batches do not (claim instead). A message that is
