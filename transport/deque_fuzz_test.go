@@ -244,6 +244,12 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			pn, err := d.TryPushBatch(msgs)
 			bad("owner TryPushBatch", err)
 			expect(pn >= 0 && pn <= len(msgs) && (err != ErrFull || pn == 0), "owner TryPushBatch pushed %d of %d (%v)", pn, len(msgs), err)
+			if d.MessageIDs() {
+				step("owner TryPushBatchID")
+				pn, err = d.TryPushBatchID(msgs[:2], []uint64{uint64(k) + 1, 1 << 63})
+				bad("owner TryPushBatchID", err)
+				expect(pn >= 0 && pn <= 2, "owner TryPushBatchID pushed %d of 2", pn)
+			}
 			step("owner TryPopBatch")
 			bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 4)
 			if mode&fuzzShortBuf != 0 && k == 0 {

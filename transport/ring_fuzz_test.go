@@ -469,6 +469,12 @@ func fuzzBatchOps(o *Ring, mode byte, k int, step func(string), bad func(string,
 	pn, err := o.TryPushBatch(msgs)
 	bad("TryPushBatch", err)
 	expect(pn >= 0 && pn <= len(msgs) && (err != ErrFull || pn == 0), "TryPushBatch pushed %d of %d (%v)", pn, len(msgs), err)
+	if o.MessageIDs() {
+		step("TryPushBatchID")
+		pn, err = o.TryPushBatchID(msgs[:2], []uint64{uint64(k) + 1, 1 << 63})
+		bad("TryPushBatchID", err)
+		expect(pn >= 0 && pn <= 2, "TryPushBatchID pushed %d of 2", pn)
+	}
 
 	step("TryPopBatch")
 	bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 3)
