@@ -141,6 +141,7 @@ func (e *env) readOnce(c *cli.Context, path string) (tableView, *ringSet, error)
 		rings.Close()
 		return tableView{}, nil, err
 	}
+	e.findLeaseRings(path, v.Parts, rings)
 	return v, rings, nil
 }
 

@@ -33,6 +33,10 @@ var goldenCases = []struct {
 		{"watch", "./healthy.hb", "--count", "2", "--interval", "1ms"},
 	}},
 	{"dead.hb", [][]string{
+		// Without --ring: the lease's ring is found beside the table by
+		// its id and named, as reap names it.
+		{"./dead.hb"},
+		{"watch", "./dead.hb", "--count", "1", "--interval", "1ms"},
 		{"./dead.hb", "--ring", "./jobs.ring"},
 		{"./dead.hb", "--json", "--ring", "./jobs.ring"},
 		{"check", "./dead.hb"},
