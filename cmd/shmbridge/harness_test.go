@@ -315,14 +315,14 @@ func openRing(t testing.TB, path string) *transport.Ring {
 }
 
 // produce pushes messages first..first+n-1 into the ring, waiting for
-// room.
+// room. (It may run in a goroutine of its own: it reports with Errorf.)
 func produce(t testing.TB, r *transport.Ring, first, n uint64) {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for i := first; i < first+n; i++ {
 		if err := r.Push(ctx, makeMsg(i)); err != nil {
-			t.Fatalf("push %d: %v", i, err)
+			t.Errorf("push %d: %v", i, err)
+			return
 		}
 	}
 }
@@ -475,3 +475,5 @@ func outArgs(srv *natsServer, ring, stream, subject string, extra ...string) []s
 func inArgs(srv *natsServer, ring, stream, subject string, extra ...string) []string {
 	return append([]string{"in", ring, "--server", srv.url(), "--stream", stream, "--subject", subject, "--durable", "in", "--create", "--json", "--ack-wait", "2s", "--fetch-wait", "200ms"}, extra...)
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(strings.TrimSpace(s)), v) }
