@@ -30,7 +30,7 @@ func inCommand() *cli.Command {
 			"one fetch is held; a message waiting for room is kept with in-progress acks). A message larger\n" +
 			"than the ring's slot is never truncated: it is terminated (after --dead-letter, if given).",
 		Flags:  flags,
-		Action: cliutil.WithPath(runIn),
+		Action: cliutil.WithPath(func(c *cli.Context, path string) error { return plain(runIn(c, path)) }),
 	}
 }
 

@@ -32,7 +32,7 @@ func outCommand() *cli.Command {
 			"duplicates); one republished after the window is counted as a late duplicate. The stream must\n" +
 			"exist with Limits retention and a duplicate window, or be made by --create.",
 		Flags:  flags,
-		Action: cliutil.WithPath(runOut),
+		Action: cliutil.WithPath(func(c *cli.Context, path string) error { return plain(runOut(c, path)) }),
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"hash/crc32"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,10 +37,51 @@ import (
 // so that a bridge can be SIGKILLed without the server.
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	cliutil.ReadyWait = 0
 	code := m.Run()
 	proctest.RemoveBuilds()
+	if code == 0 && fullRun() {
+		code = everyCrashPointKilled()
+	}
 	os.Exit(code)
+}
+
+// bridgeDir declares the bridge's crash points (crashpoints.go).
+const bridgeDir = "../../internal/bridge"
+
+// killedAt records the crash points a bridge of this run died at.
+var killedAt sync.Map
+
+// everyCrashPointKilled fails a full run (no -run, -skip, -short) in
+// which some declared crash point of the bridge killed no bridge.
+func everyCrashPointKilled() int {
+	declared, err := proctest.DeclaredCrashPoints(bridgeDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var missing []string
+	for _, name := range declared {
+		if _, ok := killedAt.Load(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		fmt.Fprintf(os.Stderr, "FAIL: no test killed a bridge at %s\n", strings.Join(missing, ", "))
+		return 1
+	}
+	return 0
+}
+
+func fullRun() bool {
+	for _, name := range []string{"test.run", "test.skip", "test.list", "test.fuzz"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return !testing.Short()
 }
 
 // testTimeout bounds every test's processes and waits.
@@ -251,6 +294,7 @@ func (p *proc) waitKilledAt(t testing.TB, point string) {
 	if !strings.Contains(errOut, shm.CrashPointMark+point+"\n") {
 		t.Fatalf("bridge did not die at crash point %s (exit %v): %s", point, p.err, p.describe())
 	}
+	killedAt.Store(point, true)
 }
 
 // waitFor polls cond (cheap checks of state another process changes)

@@ -228,6 +228,20 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// plain words an error of the engine for the one line cliutil.Run
+// prints: without the package's "bridge: " prefixes (the exit code is
+// err's).
+func plain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *cliutil.ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return cliutil.Exit(cliutil.Code(err), errors.New(strings.ReplaceAll(err.Error(), "bridge: ", "")))
+}
+
 // ringError words an error opening the ring: "PATH: cause", exit 3 for a
 // file that cannot be used (missing, not a ring, no message ids).
 func ringError(path string, err error) error {
