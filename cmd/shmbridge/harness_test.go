@@ -361,10 +361,11 @@ func openRing(t testing.TB, path string) *transport.Ring {
 // produce pushes messages first..first+n-1 into the ring, waiting for
 // room. (It may run in a goroutine of its own: it reports with Errorf.)
 func produce(t testing.TB, r *transport.Ring, first, n uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	for i := first; i < first+n; i++ {
-		if err := r.Push(ctx, makeMsg(i)); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout) // each push: a long soak is not a timeout
+		err := r.Push(ctx, makeMsg(i))
+		cancel()
+		if err != nil {
 			t.Errorf("push %d: %v", i, err)
 			return
 		}
@@ -423,6 +424,8 @@ func (ty *tally) check(t testing.TB, n uint64) int {
 func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	t.Helper()
 	buf := make([]byte, r.MaxPayload())
+	// It fails only when nothing arrives for testTimeout: a long soak
+	// is not a timeout.
 	deadline := time.Now().Add(testTimeout)
 	for ty.distinct() < n {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -430,10 +433,11 @@ func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 		cancel()
 		if err == nil {
 			ty.add(t, buf[:m])
+			deadline = time.Now().Add(testTimeout)
 			continue
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %d of %d messages arrived in the ring", ty.distinct(), n)
+			t.Fatalf("timed out: %d of %d messages arrived in the ring, none for %v", ty.distinct(), n, testTimeout)
 		}
 	}
 }
