@@ -76,7 +76,7 @@ func NewDequeLayout(g Geometry) (DequeLayout, error) {
 func init() {
 	register(&Spec{
 		Kind:         KindDeque,
-		ParamNames:   [3]string{"participants", "delivery_limit"},
+		ParamNames:   [3]string{"participants", "delivery_limit", "options"},
 		UsesSlotSize: true,
 		Body: func(g Geometry) (uint64, Map, error) {
 			l, err := NewDequeLayout(g)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -261,6 +262,16 @@ func (d *Deque) slotWord(pos uint64) *atomic.Uint64 {
 func (d *Deque) payload(pos uint64, n uint32) []byte {
 	off := d.lay.SlotOff(pos&d.mask) + layout.RingSlotWordSize
 	return d.area[off : off+uint64(n)]
+}
+
+// slotID is the message id of position pos's slot, 0 in a deque without
+// message ids (read by whoever holds the slot, as its payload is).
+func (d *Deque) slotID(pos uint64) uint64 {
+	if !d.lay.MessageIDs {
+		return 0
+	}
+	off := d.lay.SlotOff(pos&d.mask) + d.lay.IDOff()
+	return binary.LittleEndian.Uint64(d.area[off : off+layout.RingSlotIDSize])
 }
 
 func (d *Deque) corrupt(pos, raw uint64, err error) error {

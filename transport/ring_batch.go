@@ -142,6 +142,9 @@ func (r *Ring) pushRun(msgs [][]byte) (int, error) {
 		p := t + j
 		m := msgs[j]
 		copy(r.payload(p, uint32(len(m))), m)
+		if r.lay.MessageIDs {
+			storeID(r.slot(p), &r.lay.SlotGeometry, p+1) // as push stamps a position's id
+		}
 		// Release, as in push: the payload before the READY word.
 		storeRelease((*uint64)(unsafe.Pointer(r.slotWord(p))), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(m)), Lap: r.lay.LapOf(p)}.Pack())
 		if j+1 < k {
@@ -369,7 +372,7 @@ func (r *Ring) claimRun(leases []Lease) (int, error) {
 	// Leases are built in place, as claim builds its own: a helper
 	// returning the Lease, even inlined, made TryClaim+Ack 7 ns slower
 	// (the struct went through the stack twice).
-	leases[0] = Lease{slot: h & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(h, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
+	leases[0] = Lease{slot: h & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(h, layout.SlotLengthOf(taken)), id: r.leaseID(h), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	k := 1
 	for most := min(len(leases), int(r.lay.Capacity)); k < most; k++ {
 		p := h + uint64(k)
@@ -377,7 +380,7 @@ func (r *Ring) claimRun(leases []Lease) (int, error) {
 		if !ok {
 			break
 		}
-		leases[k] = Lease{slot: p & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(p, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
+		leases[k] = Lease{slot: p & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(p, layout.SlotLengthOf(taken)), id: r.leaseID(p), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	}
 	shm.CrashPoint(crashRingClaimBatchAfterTake)
 	advance(r.head, h, h+uint64(k))

@@ -85,7 +85,7 @@ func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 				}
 			}
 			code, out, _ := run(tool, "--version")
-			if code != 0 || !strings.HasPrefix(out, tool+" ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 2.0") {
+			if code != 0 || !strings.HasPrefix(out, tool+" ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 3.0") {
 				t.Errorf("--version: exit %d\n%s", code, out)
 			}
 			switch mod, rev := recorded(tool); {
