@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/shmkit/shmkit/transport"
 )
 
 // Every refusal is one line on stderr ("shmbridge: ...") naming what is
@@ -35,6 +37,12 @@ func TestBadInputIsOneLineAndItsExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	noIDs := filepath.Join(dir, "no-ids")
+	r, err := transport.CreateRing(noIDs, transport.RingConfig{Capacity: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 	cases := []struct {
 		name string
 		args []string
@@ -44,6 +52,8 @@ func TestBadInputIsOneLineAndItsExitCode(t *testing.T) {
 		{"missing ring", outArgs(srv, missing, "S", "s.x"), 3, missing + ": "},
 		{"missing ring, in", inArgs(srv, missing, "S", "s.x"), 3, missing + ": "},
 		{"not a ring", outArgs(srv, notRing, "S", "s.x"), 3, notRing + ": "},
+		{"ring without ids", outArgs(srv, noIDs, "S", "s.x"), 3, noIDs + ": ring has no message ids (create it with ringctl create --msg-ids)"},
+		{"ring without ids, in", inArgs(srv, noIDs, "S", "s.x"), 3, noIDs + ": ring has no message ids"},
 		{"unreachable server", []string{"out", ring, "--server", "nats://127.0.0.1:1", "--stream", "S", "--subject", "s.x", "--connect-timeout", "2s"}, 1, "cannot connect to the NATS server nats://127.0.0.1:1"},
 		{"missing stream", []string{"out", ring, "--server", srv.url(), "--stream", "NOPE", "--subject", "nope.x"}, 1, "stream does not exist"},
 		{"missing consumer", []string{"in", ring, "--server", srv.url(), "--stream", "WQ", "--durable", "nope"}, 1, "consumer does not exist"},

@@ -44,9 +44,12 @@ func TestOutBridgeKilledAtEveryStepLosesNothing(t *testing.T) {
 			next := startBridge(t, nil, args...)
 			waitFor(t, "every lease acked", func() bool { return ra.Counters().Acked >= n })
 			st := next.stop(t)
-			if dups := readStream(t, js, "KO").check(t, n); dups != 0 {
+			stream := readStream(t, js, "KO")
+			if dups := stream.check(t, n); dups != 0 {
 				t.Fatalf("the stream stores %d duplicates; the window should have dropped them", dups)
 			}
+			stream.idsDistinct(t)
+			wantMsgIDsOf(t, stream, ra.FileID())
 			c := st.Counters
 			if c["late_duplicates"] != 0 {
 				t.Fatalf("late duplicates %d inside the window: %v", c["late_duplicates"], c)
@@ -107,7 +110,8 @@ func TestInBridgeKilledAtEveryStepLosesNothing(t *testing.T) {
 			got := newTally()
 			drainRing(t, rb, got, n)
 			st := next.stop(t)
-			dups := got.check(t, n)
+			dups := got.check(t, n) // and every copy of a message carries its one id (tally.add)
+			got.idsDistinct(t)
 			if uint64(dups) > st.Counters["redelivered"] {
 				t.Fatalf("%d duplicates in the ring, but JetStream redelivered only %d: %v", dups, st.Counters["redelivered"], st.Counters)
 			}

@@ -65,7 +65,7 @@ func runOut(c *cli.Context, path string) error {
 	if journalPath == "" {
 		journalPath = path + ".shmbridge-journal"
 	}
-	journal, err := bridge.OpenJournal(journalPath, src.ID())
+	journal, err := bridge.OpenJournal(journalPath, src.FileID())
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runOut(c *cli.Context, path string) error {
 		return err
 	}
 	window := info.Config.Duplicates
-	s.st.File, s.st.FileID, s.st.Stream, s.st.Subject = path, fmt.Sprintf("%016x", src.ID()), info.Config.Name, subject
+	s.st.File, s.st.FileID, s.st.Stream, s.st.Subject = path, fmt.Sprintf("%016x", src.FileID()), info.Config.Name, subject
 	s.st.DupWindow = window.Seconds()
 	out := bridge.NewOut(src, s.conn, s.js, journal, bridge.OutOptions{
 		Subject: subject, Batch: c.Int("batch"), InFlight: c.Int("in-flight"), DupWindow: window,

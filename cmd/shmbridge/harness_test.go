@@ -336,11 +336,12 @@ func parseMsg(b []byte) (uint64, error) {
 }
 
 // newRing creates a ring (a file in a temporary directory) with room for
-// capacity messages; deliveries high, since kill tests redeliver.
+// capacity messages, with message ids; deliveries high, since kill tests
+// redeliver.
 func newRing(t testing.TB, capacity uint64) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ring")
-	r, err := transport.CreateRing(path, transport.RingConfig{Capacity: capacity, DeliveryLimit: 15})
+	r, err := transport.CreateRing(path, transport.RingConfig{Capacity: capacity, DeliveryLimit: 15, MessageIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,25 +373,46 @@ func produce(t testing.TB, r *transport.Ring, first, n uint64) {
 	}
 }
 
-// tally counts what arrived: each message's copies.
+// tally counts what arrived: each message's copies, and the id each
+// came with (a ring's message id, a stream message's Nats-Msg-Id): every
+// copy of a message must carry the same one.
 type tally struct {
 	mu     sync.Mutex
 	copies map[uint64]int
+	ids    map[uint64]string
 	total  int
 }
 
-func newTally() *tally { return &tally{copies: map[uint64]int{}} }
+func newTally() *tally { return &tally{copies: map[uint64]int{}, ids: map[uint64]string{}} }
 
-func (ty *tally) add(t testing.TB, b []byte) {
+func (ty *tally) add(t testing.TB, b []byte, id string) {
 	n, err := parseMsg(b)
 	if err != nil {
 		t.Errorf("received a bad message: %v (% x)", err, b)
 		return
 	}
 	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	if prev, ok := ty.ids[n]; ok && prev != id {
+		t.Errorf("message %d came with id %q, and before with %q", n, id, prev)
+	}
+	ty.ids[n] = id
 	ty.copies[n]++
 	ty.total++
-	ty.mu.Unlock()
+}
+
+// idsDistinct fails unless no two messages came with the same id.
+func (ty *tally) idsDistinct(t testing.TB) {
+	t.Helper()
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	seen := map[string]uint64{}
+	for n, id := range ty.ids {
+		if m, ok := seen[id]; ok {
+			t.Fatalf("messages %d and %d share the id %q", m, n, id)
+		}
+		seen[id] = n
+	}
 }
 
 func (ty *tally) distinct() int {
@@ -420,7 +442,8 @@ func (ty *tally) check(t testing.TB, n uint64) int {
 	return ty.total - int(n)
 }
 
-// drainRing pops the ring into ty until it has n distinct messages.
+// drainRing pops the ring into ty until it has n distinct messages, with
+// the message ids the ring gives them (the in bridge's: stream sequences).
 func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	t.Helper()
 	buf := make([]byte, r.MaxPayload())
@@ -429,10 +452,10 @@ func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	deadline := time.Now().Add(testTimeout)
 	for ty.distinct() < n {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		m, err := r.Pop(ctx, buf)
+		m, id, err := r.PopID(ctx, buf)
 		cancel()
 		if err == nil {
-			ty.add(t, buf[:m])
+			ty.add(t, buf[:m], strconv.FormatUint(id, 10))
 			deadline = time.Now().Add(testTimeout)
 			continue
 		}
@@ -468,7 +491,7 @@ func readStream(t testing.TB, js jetstream.JetStream, stream string) *tally {
 			t.Fatal(err)
 		}
 		for m := range b.Messages() {
-			ty.add(t, m.Data())
+			ty.add(t, m.Data(), m.Headers().Get(jetstream.MsgIDHeader))
 			got++
 		}
 		if ctx.Err() != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -26,9 +28,13 @@ func TestRingToStreamToRingDeliversEveryMessage(t *testing.T) {
 		t.Fatalf("%d duplicates in ring B with no fault", dups)
 	}
 	ost, ist := out.stop(t), in.stop(t)
-	if stored := streamMsgs(t, js, "E2E"); stored != n {
-		t.Fatalf("stream stores %d messages, want %d", stored, n)
+	stream := readStream(t, js, "E2E")
+	if dups := stream.check(t, n); dups != 0 {
+		t.Fatalf("stream stores %d duplicates", dups)
 	}
+	stream.idsDistinct(t)
+	wantMsgIDsOf(t, stream, ra.FileID())
+	got.idsDistinct(t) // B's ids are the stream sequences
 	if c := ost.Counters; c["published"] != n || c["leases_acked"] != n || c["claimed"] != n || c["duplicates"] != 0 || c["late_duplicates"] != 0 {
 		t.Fatalf("out counters %v, want %d published, claimed and acked, no duplicates", c, n)
 	}
@@ -37,5 +43,19 @@ func TestRingToStreamToRingDeliversEveryMessage(t *testing.T) {
 	}
 	if ost.InFlight != 0 || ist.InFlight != 0 {
 		t.Fatalf("in flight after a stop: out %d, in %d", ost.InFlight, ist.InFlight)
+	}
+}
+
+// wantMsgIDsOf fails unless every message of ty came with a Nats-Msg-Id
+// naming the ring's file id.
+func wantMsgIDsOf(t testing.TB, ty *tally, fileID uint64) {
+	t.Helper()
+	prefix := fmt.Sprintf("%016x-", fileID)
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	for n, id := range ty.ids {
+		if !strings.HasPrefix(id, prefix) {
+			t.Fatalf("message %d published with Nats-Msg-Id %q, want %s...", n, id, prefix)
+		}
 	}
 }

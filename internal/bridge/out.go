@@ -150,10 +150,10 @@ claiming:
 // out: a copy in the stream always has a journal entry behind it.
 func (o *Out) stage(b *outBatch) error {
 	now := time.Now()
-	fileID := o.src.ID()
+	fileID := o.src.FileID()
 	for i := range b.n {
 		l := &b.leases[i]
-		id := leaseID(l)
+		id := l.ID()
 		it := outItem{first: now}
 		if l.Deliveries > 1 {
 			o.stats.Redelivered.Add(1)

@@ -10,12 +10,12 @@ import (
 )
 
 // Source is what the out direction needs of a ring: leases in batches,
-// each carrying its message id.
+// each carrying its message id (Lease.ID), and the file's id.
 type Source interface {
 	ClaimBatch(ctx context.Context, leases []transport.Lease) (int, error)
 	AckBatch(leases []transport.Lease) error
 	Repair() (check.RepairReport, error)
-	ID() uint64
+	FileID() uint64
 	Path() string
 	Close() error
 }
@@ -32,12 +32,8 @@ type Sink interface {
 	Close() error
 }
 
-// ringSink is a Ring as a Sink.
+// ringSink is a Ring as a Sink (PushID is the Ring's).
 type ringSink struct{ *transport.Ring }
-
-func (s ringSink) PushID(ctx context.Context, msg []byte, id uint64) error {
-	return pushID(ctx, s.Ring, msg, id)
-}
 
 // Room is the free slots, from counters read without stopping anyone:
 // a hint (others push and pop meanwhile), which only sizes the next fetch;
@@ -59,7 +55,7 @@ func OpenSource(path string, opts ...shm.Option) (Source, check.RepairReport, er
 	if err != nil {
 		return nil, check.RepairReport{}, err
 	}
-	if !hasMessageIDs(r) {
+	if !r.MessageIDs() {
 		r.Close()
 		return nil, check.RepairReport{}, fmt.Errorf("%s: %w", path, ErrNoMessageIDs)
 	}
@@ -77,7 +73,7 @@ func OpenSink(path string, opts ...shm.Option) (Sink, check.RepairReport, error)
 	if err != nil {
 		return nil, check.RepairReport{}, err
 	}
-	if !hasMessageIDs(r) {
+	if !r.MessageIDs() {
 		r.Close()
 		return nil, check.RepairReport{}, fmt.Errorf("%s: %w", path, ErrNoMessageIDs)
 	}
