@@ -21,7 +21,7 @@ func connFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tls-cert", Usage: "client certificate `FILE` (with --tls-key)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "client key `FILE` (with --tls-cert)"},
 		&cli.StringFlag{Name: "tls-ca", Usage: "verify the server with the CA certificates in `FILE`"},
-		&cli.DurationFlag{Name: "connect-timeout", Value: 5 * time.Second, Usage: "give up the first connection after `DURATION` (later ones are retried forever)"},
+		&cli.DurationFlag{Name: "connect-timeout", Value: 5 * time.Second, Usage: "try the first connection for `DURATION` (a refusal of the credentials is final at once; later connections are retried forever)"},
 		&cli.StringFlag{Name: "embedded", Usage: "run an in-process JetStream server with its store in `DIR` instead of connecting to --server"},
 		&cli.StringFlag{Name: "embedded-listen", Value: "127.0.0.1:4222", Usage: "the embedded server listens on `HOST:PORT` (port 0: any free port), for the other direction's bridge"},
 	}

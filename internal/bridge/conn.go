@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ type ConnOptions struct {
 	TLSKey  string        //
 	TLSCA   string        // CA certificates to verify the server with
 	Name    string        // the connection's name, as the server shows it
-	Timeout time.Duration // for the first connection (default 5 s)
+	Timeout time.Duration // the first connection is tried for this long (default 5 s)
 }
 
 // Conn is a connection that reconnects forever once it has connected
@@ -34,8 +35,9 @@ type Conn struct {
 }
 
 // Connect makes the first connection, failing (ErrConnect) if the server
-// cannot be reached or refuses the credentials: a bridge that never
-// connected has nothing in flight and exits with one line.
+// cannot be reached within the timeout or refuses the credentials: a
+// bridge that never connected has nothing in flight and exits with one
+// line.
 func Connect(o ConnOptions, stats *Stats) (*Conn, error) {
 	c := &Conn{stats: stats, up: make(chan struct{})}
 	timeout := o.Timeout
@@ -76,7 +78,19 @@ func Connect(o ConnOptions, stats *Stats) (*Conn, error) {
 	if o.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(o.TLSCA))
 	}
-	nc, err := nats.Connect(o.Server, opts...)
+	// A server not (yet) listening is tried again until the timeout (the
+	// other direction's --embedded server may be starting); a refusal
+	// (credentials, TLS) is final at once.
+	deadline := time.Now().Add(timeout)
+	var nc *nats.Conn
+	var err error
+	for {
+		nc, err = nats.Connect(o.Server, opts...)
+		if err == nil || !errors.Is(err, nats.ErrNoServers) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %v", ErrConnect, o.Server, err)
 	}
