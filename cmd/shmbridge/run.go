@@ -95,8 +95,11 @@ func connect(c *cli.Context, stats *bridge.Stats, jsOpts ...jetstream.JetStreamO
 
 func (s *session) close() {
 	if s.conn != nil {
-		// Flush what acks are buffered: an in bridge's last acks.
-		_ = s.conn.FlushTimeout(5 * time.Second)
+		// Flush what acks are buffered: an in bridge's last acks (not
+		// when the server is gone: they would wait for nothing).
+		if s.conn.IsConnected() {
+			_ = s.conn.FlushTimeout(5 * time.Second)
+		}
 		s.conn.Close()
 	}
 	if s.emb != nil {
@@ -178,10 +181,7 @@ func (s *session) serve(run func(ctx context.Context) error, ring, subject strin
 	st := s.status()
 	st.Terminated = true
 	s.writeStatus(out, st)
-	if errors.Is(err, bridge.ErrDrainTimeout) {
-		return cliutil.Exit(cliutil.ExitProblems, err)
-	}
-	return err
+	return plain(err) // a drain timeout too: exit 1
 }
 
 // listen serves /metrics and /status on addr.
