@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

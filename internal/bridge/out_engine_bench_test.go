@@ -3,8 +3,8 @@ package bridge
 import (
 	"context"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
