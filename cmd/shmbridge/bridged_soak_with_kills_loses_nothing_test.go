@@ -111,7 +111,7 @@ func TestBridgedSoakWithKillsLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	go produce(t, ra, 0, n)
+	produceAsync(t, ra, 0, n)
 	got := newTally()
 	drainRing(t, rb, got, int(n))
 	close(stop)

@@ -21,7 +21,7 @@ func TestEmbeddedServerCarriesBothWays(t *testing.T) {
 	url := strings.Fields(strings.TrimPrefix(line, "embedded JetStream server on "))[0]
 	out.waitLine(t, "bridging out:")
 	in := startBridge(t, nil, "in", b, "--server", url, "--stream", "EMB", "--subject", "emb.msgs", "--durable", "in", "--create", "--json")
-	go produce(t, ra, 0, n)
+	produceAsync(t, ra, 0, n)
 	got := newTally()
 	drainRing(t, rb, got, n)
 	if dups := got.check(t, n); dups != 0 {

@@ -548,3 +548,14 @@ func inArgs(srv *natsServer, ring, stream, subject string, extra ...string) []st
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(strings.TrimSpace(s)), v) }
+
+// produceAsync runs produce in a goroutine of its own, which the test's
+// end waits for (before the ring is closed: cleanups run last first).
+func produceAsync(t testing.TB, r *transport.Ring, first, n uint64) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		produce(t, r, first, n)
+	}()
+	t.Cleanup(func() { <-done })
+}

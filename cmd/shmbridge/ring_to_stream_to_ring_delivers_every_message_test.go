@@ -21,7 +21,7 @@ func TestRingToStreamToRingDeliversEveryMessage(t *testing.T) {
 	in := startBridge(t, nil, inArgs(srv, b, "E2E", "e2e.msgs")...)
 	in.waitLine(t, "bridging in:")
 
-	go produce(t, ra, 0, n)
+	produceAsync(t, ra, 0, n)
 	got := newTally()
 	drainRing(t, rb, got, n)
 	if dups := got.check(t, n); dups != 0 {

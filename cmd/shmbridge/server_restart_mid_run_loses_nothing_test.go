@@ -19,7 +19,7 @@ func TestServerRestartMidRunLosesNothing(t *testing.T) {
 	in := startBridge(t, nil, inArgs(srv, b, "RS", "rs.msgs")...)
 	in.waitLine(t, "bridging in:")
 
-	go produce(t, ra, 0, n)
+	produceAsync(t, ra, 0, n)
 	got := newTally()
 	drainRing(t, rb, got, n/4)
 	srv.restart()

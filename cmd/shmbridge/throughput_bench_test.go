@@ -30,7 +30,7 @@ func BenchmarkOutBridge(b *testing.B) {
 	out := startBridge(b, nil, outArgs(srv, a, "BO", "bo.msgs", append([]string{"--memory"}, strings.Fields(os.Getenv("BENCH_ARGS"))...)...)...)
 	out.waitLine(b, "bridging out:")
 	b.ResetTimer()
-	go produce(b, ra, 0, uint64(b.N))
+	produceAsync(b, ra, 0, uint64(b.N))
 	waitFor(b, "every lease acked", func() bool { return ra.Counters().Acked >= uint64(b.N) })
 	b.StopTimer()
 	out.stop(b)

@@ -92,11 +92,17 @@ func (o *Out) Run(ctx context.Context) error {
 	}
 	pending := make(chan *outBatch, o.o.InFlight)
 	ackerDone := make(chan error, 1)
+	// cctx ends the claiming: a stop, or the acker failing (then the
+	// leases it could not finish stay held until Close hands them back).
+	cctx, stopClaiming := context.WithCancel(ctx)
+	defer stopClaiming()
 	go func() {
 		var err error
 		for b := range pending {
 			if err == nil {
-				err = o.finish(dctx, b)
+				if err = o.finish(dctx, b); err != nil {
+					stopClaiming()
+				}
 			}
 			free <- b
 		}
@@ -108,12 +114,12 @@ claiming:
 		var b *outBatch
 		select {
 		case b = <-free:
-		case <-ctx.Done():
+		case <-cctx.Done():
 			break claiming
 		}
-		n, cerr := o.src.ClaimBatch(ctx, b.leases)
+		n, cerr := o.src.ClaimBatch(cctx, b.leases)
 		if cerr != nil {
-			if ctx.Err() == nil {
+			if cctx.Err() == nil {
 				err = fmt.Errorf("%s: claim: %w", o.src.Path(), cerr)
 			}
 			break
