@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,4 +96,84 @@ func BenchmarkInPlainPullConsumer(b *testing.B) {
 			got++
 		}
 	}
+}
+
+// BenchmarkRingToRingLatency sends one message at a time ring A → out →
+// JetStream → in → ring B and reports the percentiles of the time from
+// the push into A to the pop from B (each op one message).
+func BenchmarkRingToRingLatency(b *testing.B) {
+	srv := startServer(b)
+	a, bb := newRing(b, 256), newRing(b, 256)
+	ra, rb := openRing(b, a), openRing(b, bb)
+	out := startBridge(b, nil, outArgs(srv, a, "LAT", "lat.msgs", "--memory")...)
+	out.waitLine(b, "bridging out:")
+	in := startBridge(b, nil, inArgs(srv, bb, "LAT", "lat.msgs")...)
+	in.waitLine(b, "bridging in:")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	buf := make([]byte, rb.MaxPayload())
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if err := ra.Push(ctx, makeMsg(uint64(i))); err != nil {
+			b.Fatal(err)
+		}
+		n, err := rb.Pop(ctx, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		if got, err := parseMsg(buf[:n]); err != nil || got != uint64(i) {
+			b.Fatalf("popped %d (%v), want %d", got, err, i)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(pct(0.5), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	out.stop(b)
+	in.stop(b)
+}
+
+// BenchmarkPlainPublishConsumeLatency is the plain client's counterpart:
+// a synchronous publish (awaiting its PubAck), then the message taken
+// from a durable pull consumer (Messages, acked), one at a time.
+func BenchmarkPlainPublishConsumeLatency(b *testing.B) {
+	srv := startServer(b)
+	js := srv.client(b)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PL", Subjects: []string{"pl.msgs"}, Storage: jetstream.MemoryStorage}); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := js.CreateConsumer(ctx, "PL", jetstream.ConsumerConfig{Durable: "plain", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Stop()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if _, err := js.Publish(ctx, "pl.msgs", makeMsg(uint64(i)), jetstream.WithMsgID(strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
+		}
+		m, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Ack()
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(pct(0.5), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
 }
