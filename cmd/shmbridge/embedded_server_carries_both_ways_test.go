@@ -20,7 +20,7 @@ func TestEmbeddedServerCarriesBothWays(t *testing.T) {
 	line := out.waitLine(t, "embedded JetStream server on ")
 	url := strings.Fields(strings.TrimPrefix(line, "embedded JetStream server on "))[0]
 	out.waitLine(t, "bridging out:")
-	in := startBridge(t, nil, "in", b, "--server", url, "--stream", "EMB", "--subject", "emb.msgs", "--durable", "in", "--create", "--json")
+	in := startBridge(t, nil, "in", b, "--server", url, "--stream", "EMB", "--subject", "emb.msgs", "--durable", "in", "--create", "--json", "--ack-wait", "30s")
 	produceAsync(t, ra, 0, n)
 	got := newTally()
 	drainRing(t, rb, got, n)

@@ -465,6 +465,27 @@ func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	}
 }
 
+// drainCopies pops the ring into ty until it has total copies in all.
+func drainCopies(t testing.TB, r *transport.Ring, ty *tally, total int) {
+	t.Helper()
+	buf := make([]byte, r.MaxPayload())
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for {
+		ty.mu.Lock()
+		have := ty.total
+		ty.mu.Unlock()
+		if have >= total {
+			return
+		}
+		m, id, err := r.PopID(ctx, buf)
+		if err != nil {
+			t.Fatalf("%d of %d copies arrived: %v", have, total, err)
+		}
+		ty.add(t, buf[:m], strconv.FormatUint(id, 10))
+	}
+}
+
 // readStream reads every message stored on stream (an ephemeral
 // consumer) into a tally.
 func readStream(t testing.TB, js jetstream.JetStream, stream string) *tally {

@@ -18,7 +18,7 @@ func TestRingToStreamToRingDeliversEveryMessage(t *testing.T) {
 
 	out := startBridge(t, nil, outArgs(srv, a, "E2E", "e2e.msgs")...)
 	out.waitLine(t, "bridging out:")
-	in := startBridge(t, nil, inArgs(srv, b, "E2E", "e2e.msgs")...)
+	in := startBridge(t, nil, inArgs(srv, b, "E2E", "e2e.msgs", "--ack-wait", "30s")...) // no redelivery by a slow machine
 	in.waitLine(t, "bridging in:")
 
 	produceAsync(t, ra, 0, n)
