@@ -206,7 +206,20 @@ func FuzzDecode(f *testing.F) {
 	b, _ := regionImage(f, 64)
 	f.Add(b)
 	f.Add(b[:HeaderSize])
-	for _, major := range []uint16{1, 3} { // other formats: always refused
+	for _, opts := range []uint32{RingOptMessageIDs, 2} { // a ring with message ids; an unknown option bit (refused)
+		g := RingGeometryWith(4, 64, 1, 1, opts)
+		h, err := NewHeader(KindRing, RingGeometryWith(4, 64, 1, 1, 0), 1, Creator{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		h.Geometry = g
+		o := make([]byte, h.FileSize)
+		if err := h.Encode(o); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(o)
+	}
+	for _, major := range []uint16{1, 2, 4} { // other formats: always refused
 		o := append([]byte(nil), b...)
 		binary.LittleEndian.PutUint16(o[OffMajor:], major)
 		f.Add(resum(o))

@@ -3,7 +3,9 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/shmkit/shmkit/layout"
@@ -204,5 +206,118 @@ func TestRingLeasesLoansBatchesAndPeekCarryIDs(t *testing.T) {
 	}
 	if err := r.AckBatch(leases[:n]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnknownOptionBitsAndOtherFormatsAreRefusedAtOpen: a ring or deque
+// file whose option word sets a bit this format does not define, with a
+// valid checksum, does not open (layout.ErrGeometry), nor does a file of
+// format 2 (layout.ErrVersionMismatch): a reader that guessed would take
+// an id for payload bytes or the reverse.
+func TestUnknownOptionBitsAndOtherFormatsAreRefusedAtOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		patch func(b []byte)
+		want  error
+	}{
+		{"option bit 1", func(b []byte) { binary.LittleEndian.PutUint32(b[layout.OffParam2:], layout.RingOptMessageIDs|2) }, layout.ErrGeometry},
+		{"option bit 31", func(b []byte) { binary.LittleEndian.PutUint32(b[layout.OffParam2:], 1<<31) }, layout.ErrGeometry},
+		{"format 2", func(b []byte) { binary.LittleEndian.PutUint16(b[layout.OffMajor:], 2) }, layout.ErrVersionMismatch},
+	} {
+		for _, deque := range []bool{false, true} {
+			path := ringPath(t)
+			var err error
+			if deque {
+				var d *Deque
+				d, err = CreateDeque(path, DequeConfig{Capacity: 4, MessageIDs: true})
+				if err == nil {
+					d.Close()
+				}
+			} else {
+				var r *Ring
+				r, err = CreateRing(path, RingConfig{Capacity: 4, MessageIDs: true})
+				if err == nil {
+					r.Close()
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.patch(b)
+			binary.LittleEndian.PutUint32(b[layout.OffChecksum:], layout.Checksum(b))
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if deque {
+				_, err = OpenDeque(path)
+			} else {
+				_, err = OpenRing(path)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("%s (deque %v): open gave %v, want %v", tc.name, deque, err, tc.want)
+			}
+		}
+	}
+}
+
+// TestPushBatchesWithCallersIDs: TryPushBatchID and PushBatchID stamp
+// msgs[i] with ids[i] on a ring and on a deque, and refuse, pushing
+// nothing, ids of another count, an id 0, and a file without ids.
+func TestPushBatchesWithCallersIDs(t *testing.T) {
+	msgs := [][]byte{[]byte("x0"), []byte("x1"), []byte("x2")}
+	ids := []uint64{900, 901, 1 << 50}
+	type pusher struct {
+		name      string
+		try, wait func([][]byte, []uint64) (int, error)
+		pop       func([]byte) (int, uint64, error)
+		pushed    func() uint64
+	}
+	ctx := context.Background()
+	ring := newRing(t, RingConfig{Capacity: 8, MessageIDs: true})
+	deque := newDeque(t, DequeConfig{Capacity: 8, MessageIDs: true})
+	thief := openThief(t, deque)
+	plainRing := newRing(t, RingConfig{Capacity: 8})
+	plainDeque := newDeque(t, DequeConfig{Capacity: 8})
+	for _, p := range []pusher{
+		{"ring", ring.TryPushBatchID, func(m [][]byte, i []uint64) (int, error) { return ring.PushBatchID(ctx, m, i) }, ring.TryPopID,
+			func() uint64 { return ring.Counters().Pushed }},
+		{"deque", deque.TryPushBatchID, func(m [][]byte, i []uint64) (int, error) { return deque.PushBatchID(ctx, m, i) }, thief.TryPopID,
+			func() uint64 { return deque.Counters().Pushed }},
+	} {
+		for _, bad := range []struct {
+			ids  []uint64
+			want error
+		}{{ids[:2], ErrInvalidConfig}, {[]uint64{1, 0, 2}, ErrZeroID}, {nil, ErrInvalidConfig}} {
+			for _, call := range []func([][]byte, []uint64) (int, error){p.try, p.wait} {
+				if n, err := call(msgs, bad.ids); n != 0 || !errors.Is(err, bad.want) {
+					t.Fatalf("%s: ids %v: %d, %v; want 0, %v", p.name, bad.ids, n, err, bad.want)
+				}
+			}
+		}
+		if p.pushed() != 0 {
+			t.Fatalf("%s: a refused batch pushed %d", p.name, p.pushed())
+		}
+		for round, call := range []func([][]byte, []uint64) (int, error){p.try, p.wait} {
+			if n, err := call(msgs, ids); n != 3 || err != nil {
+				t.Fatalf("%s round %d: %d, %v", p.name, round, n, err)
+			}
+			buf := make([]byte, 64)
+			for i := range msgs {
+				n, id, err := p.pop(buf)
+				if err != nil || string(buf[:n]) != string(msgs[i]) || id != ids[i] {
+					t.Fatalf("%s round %d: popped %q id %d, %v; want %q id %d", p.name, round, buf[:n], id, err, msgs[i], ids[i])
+				}
+			}
+		}
+	}
+	if _, err := plainRing.TryPushBatchID(msgs, ids); !errors.Is(err, ErrNoMessageIDs) {
+		t.Fatalf("ring without ids: %v", err)
+	}
+	if _, err := plainDeque.TryPushBatchID(msgs, ids); !errors.Is(err, ErrNoMessageIDs) {
+		t.Fatalf("deque without ids: %v", err)
 	}
 }
