@@ -43,6 +43,12 @@ func TestBadInputIsOneLineAndItsExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
+	owned := filepath.Join(dir, "owned")
+	dq, err := transport.CreateDeque(owned, transport.DequeConfig{Capacity: 64, MessageIDs: true}) // its owner alive: this test
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dq.Close()
 	cases := []struct {
 		name string
 		args []string
@@ -54,6 +60,7 @@ func TestBadInputIsOneLineAndItsExitCode(t *testing.T) {
 		{"not a ring", outArgs(srv, notRing, "S", "s.x"), 3, notRing + ": "},
 		{"ring without ids", outArgs(srv, noIDs, "S", "s.x"), 3, noIDs + ": ring has no message ids (create it with ringctl create --msg-ids)"},
 		{"ring without ids, in", inArgs(srv, noIDs, "S", "s.x"), 3, noIDs + ": ring has no message ids"},
+		{"deque with a live owner, in", inArgs(srv, owned, "S", "s.x"), 1, owned + ": take the deque's owner role: "},
 		{"unreachable server", []string{"out", ring, "--server", "nats://127.0.0.1:1", "--stream", "S", "--subject", "s.x", "--connect-timeout", "2s"}, 1, "cannot connect to the NATS server nats://127.0.0.1:1"},
 		{"missing stream", []string{"out", ring, "--server", srv.url(), "--stream", "NOPE", "--subject", "nope.x"}, 1, "stream does not exist"},
 		{"missing consumer", []string{"in", ring, "--server", srv.url(), "--stream", "WQ", "--durable", "nope"}, 1, "consumer does not exist"},

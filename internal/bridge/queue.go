@@ -2,14 +2,16 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 	"github.com/shmkit/shmkit/transport/check"
 )
 
-// Source is what the out direction needs of a ring: leases in batches,
+// Source is what the out direction needs of a ring or deque: leases in batches,
 // each carrying its message id (Lease.ID), and the file's id.
 type Source interface {
 	ClaimBatch(ctx context.Context, leases []transport.Lease) (int, error)
@@ -20,7 +22,7 @@ type Source interface {
 	Close() error
 }
 
-// Sink is what the in direction needs of a ring: a push carrying an id,
+// Sink is what the in direction needs of a ring or deque: a push carrying an id,
 // and how much room is left (so that a full ring stops the fetching).
 type Sink interface {
 	PushID(ctx context.Context, msg []byte, id uint64) error
@@ -47,40 +49,87 @@ func (s ringSink) Room() int {
 	return 0
 }
 
-// OpenSource opens the ring at path for the out direction, repairs what
-// dead participants left (the library's repair: only on proof of death),
-// and refuses a ring without message ids.
-func OpenSource(path string, opts ...shm.Option) (Source, check.RepairReport, error) {
-	r, err := transport.OpenRing(path, opts...)
-	if err != nil {
-		return nil, check.RepairReport{}, err
+// dequeSink is a Deque, owned by the bridge, as a Sink.
+type dequeSink struct{ *transport.Deque }
+
+func (s dequeSink) Room() int {
+	if n := int(s.Capacity()) - s.Len(); n > 0 {
+		return n
 	}
-	if !r.MessageIDs() {
-		r.Close()
-		return nil, check.RepairReport{}, fmt.Errorf("%s: %w", path, ErrNoMessageIDs)
-	}
-	rep, err := r.Repair()
-	if err != nil {
-		r.Close()
-		return nil, rep, fmt.Errorf("%s: repair: %w", path, err)
-	}
-	return r, rep, nil
+	return 0
 }
 
-// OpenSink opens the ring at path for the in direction, as OpenSource.
-func OpenSink(path string, opts ...shm.Option) (Sink, check.RepairReport, error) {
+// queueFile is what opening either kind gives.
+type queueFile interface {
+	MessageIDs() bool
+	Repair() (check.RepairReport, error)
+	Close() error
+}
+
+// openQueue opens the ring or deque at path (a ring first; a file of
+// another kind is tried as a deque), refuses one without message ids and
+// repairs it (the library's repair: only on proof of death).
+func openQueue(path string, opts []shm.Option) (*transport.Ring, *transport.Deque, check.RepairReport, error) {
+	var q queueFile
 	r, err := transport.OpenRing(path, opts...)
+	var d *transport.Deque
+	if errors.Is(err, layout.ErrWrongKind) {
+		d, err = transport.OpenDeque(path, opts...)
+		if errors.Is(err, layout.ErrWrongKind) {
+			err = fmt.Errorf("%w: %s: neither a ring nor a deque", layout.ErrWrongKind, path)
+		}
+	}
 	if err != nil {
-		return nil, check.RepairReport{}, err
+		return nil, nil, check.RepairReport{}, err
 	}
-	if !r.MessageIDs() {
-		r.Close()
-		return nil, check.RepairReport{}, fmt.Errorf("%s: %w", path, ErrNoMessageIDs)
+	if r != nil {
+		q = r
+	} else {
+		q = d
 	}
-	rep, err := r.Repair()
+	if !q.MessageIDs() {
+		q.Close()
+		return nil, nil, check.RepairReport{}, fmt.Errorf("%s: %w", path, ErrNoMessageIDs)
+	}
+	rep, err := q.Repair()
 	if err != nil {
-		r.Close()
-		return nil, rep, fmt.Errorf("%s: repair: %w", path, err)
+		q.Close()
+		return nil, nil, rep, fmt.Errorf("%s: repair: %w", path, err)
 	}
-	return ringSink{r}, rep, nil
+	return r, d, rep, nil
+}
+
+// OpenSource opens the ring or deque at path for the out direction (a
+// deque's messages are claimed from the top, as a thief claims them),
+// after repairing it, and refuses one without message ids.
+func OpenSource(path string, opts ...shm.Option) (Source, check.RepairReport, error) {
+	r, d, rep, err := openQueue(path, opts)
+	switch {
+	case err != nil:
+		return nil, rep, err
+	case r != nil:
+		return r, rep, nil
+	}
+	return d, rep, nil
+}
+
+// OpenSink opens the ring or deque at path for the in direction, as
+// OpenSource. A deque is pushed by its owner only: the bridge adopts it,
+// which it may only when the deque has no live owner (ErrOwnerAlive).
+func OpenSink(path string, opts ...shm.Option) (Sink, check.RepairReport, error) {
+	r, d, rep, err := openQueue(path, opts)
+	switch {
+	case err != nil:
+		return nil, rep, err
+	case r != nil:
+		return ringSink{r}, rep, nil
+	}
+	more, err := d.Adopt()
+	if err != nil {
+		d.Close()
+		return nil, rep, fmt.Errorf("%s: take the deque's owner role: %w", path, err)
+	}
+	rep.DeadPeers = append(rep.DeadPeers, more.DeadPeers...)
+	rep.Done = append(rep.Done, more.Done...)
+	return dequeSink{d}, rep, nil
 }
