@@ -25,6 +25,9 @@ type OutOptions struct {
 	Log          io.Writer     // one line per notable event (late duplicates, errors after a success)
 }
 
+// defaultStallWait is the client's own (nats.go's jetstream package).
+const defaultStallWait = 200 * time.Millisecond
+
 // MsgID is the Nats-Msg-Id of message id of the ring whose file id is
 // fileID: the same for every delivery of the message (repairs keep the
 // id), unique across the ring's re-creations (a new file has a new id).
@@ -39,6 +42,10 @@ type Out struct {
 	o     OutOptions
 	stats *Stats
 	errs  errorLog
+	// pubOpts are the publish options: none for the client's default
+	// stall wait (an option costs the client a pass over them and the
+	// headers at every publish).
+	pubOpts []jetstream.PublishOpt
 }
 
 // NewOut prepares the out direction: src repaired and checked for
@@ -51,7 +58,7 @@ func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *Journal, o OutOpt
 		o.InFlight = 4
 	}
 	if o.StallWait <= 0 {
-		o.StallWait = 200 * time.Millisecond
+		o.StallWait = defaultStallWait
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -59,7 +66,11 @@ func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *Journal, o OutOpt
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	return &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}}
+	out := &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}}
+	if o.StallWait != defaultStallWait {
+		out.pubOpts = []jetstream.PublishOpt{jetstream.WithStallWait(o.StallWait)}
+	}
+	return out
 }
 
 // outBatch is one claim's leases and their publishes.
@@ -185,7 +196,7 @@ func (o *Out) stage(b *outBatch) error {
 func (o *Out) publish(ctx context.Context, b *outBatch, i int) error {
 	it := &b.items[i]
 	for attempt := 0; ; attempt++ {
-		fut, err := o.js.PublishMsgAsync(it.msg, jetstream.WithStallWait(o.o.StallWait))
+		fut, err := o.js.PublishMsgAsync(it.msg, o.pubOpts...)
 		if err == nil {
 			it.fut = fut
 			return nil
