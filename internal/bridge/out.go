@@ -136,6 +136,7 @@ claiming:
 			break
 		}
 		shm.CrashPoint(crashOutAfterClaim)
+		o.stats.Lag.Store(o.src.Pending())
 		o.stats.Claimed.Add(uint64(n))
 		o.stats.InFlight.Add(int64(n))
 		b.n = n

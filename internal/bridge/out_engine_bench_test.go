@@ -54,7 +54,7 @@ func BenchmarkOutEngine(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer j.Close()
-	out := NewOut(r, conn, js, j, OutOptions{Subject: "b", DupWindow: info.Config.Duplicates, Batch: benchInt("BATCH"), InFlight: benchInt("INFLIGHT")}, stats)
+	out := NewOut(ringSource{r}, conn, js, j, OutOptions{Subject: "b", DupWindow: info.Config.Duplicates, Batch: benchInt("BATCH"), InFlight: benchInt("INFLIGHT")}, stats)
 	done := make(chan error, 1)
 	go func() { done <- out.Run(ctx) }()
 	msg := make([]byte, 24)

@@ -16,6 +16,7 @@ import (
 type Source interface {
 	ClaimBatch(ctx context.Context, leases []transport.Lease) (int, error)
 	AckBatch(leases []transport.Lease) error
+	Pending() uint64 // messages waiting to be claimed (a hint: the out direction's lag)
 	Repair() (check.RepairReport, error)
 	FileID() uint64
 	Path() string
@@ -48,6 +49,15 @@ func (s ringSink) Room() int {
 	}
 	return 0
 }
+
+// ringSource and dequeSource are a Ring and a Deque as Sources.
+type ringSource struct{ *transport.Ring }
+
+func (s ringSource) Pending() uint64 { return s.Counters().Depth() }
+
+type dequeSource struct{ *transport.Deque }
+
+func (s dequeSource) Pending() uint64 { return uint64(max(s.Len(), 0)) }
 
 // dequeSink is a Deque, owned by the bridge, as a Sink.
 type dequeSink struct{ *transport.Deque }
@@ -108,9 +118,9 @@ func OpenSource(path string, opts ...shm.Option) (Source, check.RepairReport, er
 	case err != nil:
 		return nil, rep, err
 	case r != nil:
-		return r, rep, nil
+		return ringSource{r}, rep, nil
 	}
-	return d, rep, nil
+	return dequeSource{d}, rep, nil
 }
 
 // OpenSink opens the ring or deque at path for the in direction, as

@@ -29,7 +29,7 @@ type Stats struct {
 	InProgress  atomic.Uint64 // in-progress acks sent for a message waiting for room
 	AckErrors   atomic.Uint64 // acks JetStream did not confirm (the message comes again)
 	FetchErrors atomic.Uint64 // fetches that failed (retried)
-	Lag         atomic.Uint64 // messages pending on the consumer at the last fetch
+	Lag         atomic.Uint64 // in: messages pending on the consumer at the last fetch; out: in the ring at the last claim
 	// Both.
 	InFlight   atomic.Int64  // out: leases held; in: messages fetched and not acked
 	Reconnects atomic.Uint64 // reconnections to the server
@@ -91,7 +91,7 @@ type collector struct {
 
 var (
 	descInFlight  = prometheus.NewDesc("shmkit_bridge_in_flight", "Out: leases held; in: messages fetched and not yet acked.", bridgeLabels, nil)
-	descLag       = prometheus.NewDesc("shmkit_bridge_lag", "In: messages pending on the consumer at the last fetch.", bridgeLabels, nil)
+	descLag       = prometheus.NewDesc("shmkit_bridge_lag", "In: messages pending on the consumer at the last fetch; out: messages waiting in the ring at the last claim.", bridgeLabels, nil)
 	descConnected = prometheus.NewDesc("shmkit_bridge_connected", "1 while connected to the NATS server.", bridgeLabels, nil)
 	counterDescs  = func() map[string]*prometheus.Desc {
 		m := map[string]*prometheus.Desc{}
