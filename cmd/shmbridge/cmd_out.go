@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/bridge"
+	"github.com/shmkit/shmkit/internal/bridge/journal"
 	"github.com/shmkit/shmkit/internal/cliutil"
 )
 
@@ -65,11 +66,11 @@ func runOut(c *cli.Context, path string) error {
 	if journalPath == "" {
 		journalPath = path + ".shmbridge-journal"
 	}
-	journal, err := bridge.OpenJournal(journalPath, src.FileID())
+	jnl, err := journal.Open(journalPath, src.FileID())
 	if err != nil {
 		return err
 	}
-	defer journal.Close()
+	defer jnl.Close()
 	stats := &bridge.Stats{}
 	s, err := connect(c, stats,
 		jetstream.WithPublishAsyncMaxPending(c.Int("max-pending")),
@@ -88,7 +89,7 @@ func runOut(c *cli.Context, path string) error {
 	window := info.Config.Duplicates
 	s.st.File, s.st.FileID, s.st.Stream, s.st.Subject = path, fmt.Sprintf("%016x", src.FileID()), info.Config.Name, subject
 	s.st.DupWindow = window.Seconds()
-	out := bridge.NewOut(src, s.conn, s.js, journal, bridge.OutOptions{
+	out := bridge.NewOut(src, s.conn, s.js, jnl, bridge.OutOptions{
 		Subject: subject, Batch: c.Int("batch"), InFlight: c.Int("in-flight"), DupWindow: window,
 		StallWait: c.Duration("stall-wait"), DrainTimeout: c.Duration("drain-timeout"), Log: c.App.ErrWriter,
 	}, stats)

@@ -1,6 +1,10 @@
 package bridge
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/shmkit/shmkit/internal/bridge/journal"
+)
 
 // Sentinel errors (errors.Is), wrapped with the file, stream or server
 // they are about.
@@ -25,6 +29,6 @@ var (
 	// (the leases left are requeued when the ring handle closes).
 	ErrDrainTimeout = errors.New("bridge: in-flight messages not finished before the drain timeout")
 	// ErrJournal: the out bridge's publish journal cannot be read or
-	// written.
-	ErrJournal = errors.New("bridge: publish journal")
+	// written (the journal package's sentinel).
+	ErrJournal = journal.ErrJournal
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shmkit/shmkit/internal/bridge/journal"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
 )
@@ -38,7 +39,7 @@ type Out struct {
 	src   Source
 	conn  *Conn
 	js    jetstream.JetStream
-	j     *Journal
+	j     *journal.Journal
 	o     OutOptions
 	stats *Stats
 	errs  errorLog
@@ -49,8 +50,8 @@ type Out struct {
 }
 
 // NewOut prepares the out direction: src repaired and checked for
-// message ids (OpenSource), j the ring's journal (OpenJournal).
-func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *Journal, o OutOptions, stats *Stats) *Out {
+// message ids (OpenSource), j the ring's journal (journal.Open).
+func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *journal.Journal, o OutOptions, stats *Stats) *Out {
 	if o.Batch <= 0 {
 		o.Batch = 256
 	}
@@ -78,7 +79,7 @@ type outBatch struct {
 	leases  []transport.Lease
 	n       int
 	items   []outItem
-	entries []JournalEntry
+	entries []journal.Entry
 	seq     uint64 // the journal's
 }
 
@@ -99,7 +100,7 @@ func (o *Out) Run(ctx context.Context) error {
 	defer stopDrain()
 	free := make(chan *outBatch, o.o.InFlight)
 	for range o.o.InFlight {
-		free <- &outBatch{leases: make([]transport.Lease, o.o.Batch), items: make([]outItem, o.o.Batch), entries: make([]JournalEntry, o.o.Batch)}
+		free <- &outBatch{leases: make([]transport.Lease, o.o.Batch), items: make([]outItem, o.o.Batch), entries: make([]journal.Entry, o.o.Batch)}
 	}
 	pending := make(chan *outBatch, o.o.InFlight)
 	ackerDone := make(chan error, 1)
@@ -184,7 +185,7 @@ func (o *Out) stage(b *outBatch) error {
 		m.Data = l.Data() // valid until the lease is acked, after the PubAck
 		it.msg = m
 		b.items[i] = it
-		b.entries[i] = JournalEntry{ID: id, First: it.first.UnixNano()}
+		b.entries[i] = journal.Entry{ID: id, First: it.first.UnixNano()}
 	}
 	seq, err := o.j.Published(b.entries[:b.n])
 	b.seq = seq

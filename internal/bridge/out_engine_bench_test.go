@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shmkit/shmkit/internal/bridge/journal"
 	"github.com/shmkit/shmkit/transport"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkOutEngine(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	j, err := OpenJournal(path+".j", r.FileID())
+	j, err := journal.Open(path+".j", r.FileID())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package bridge
+// Package journal is the out bridge's publish journal (docs/design.md,
+// "The bridge"): an append-only file of the ids a bridge published and
+// not yet acked, with each one's first publish time. It imports nothing
+// of NATS, so its fuzz target builds without the client and the server.
+package journal
 
 import (
 	"bytes"
@@ -43,8 +47,8 @@ const (
 	maxCarried     = 1 << 20  // ids carried from earlier lives, at most
 )
 
-// JournalEntry is one message of a published batch.
-type JournalEntry struct {
+// Entry is one message of a published batch.
+type Entry struct {
 	ID    uint64
 	First int64 // Unix ns of the message's first publish, by any bridge life
 }
@@ -58,17 +62,17 @@ type Journal struct {
 	f        *os.File
 	size     int64
 	seq      uint64
-	inflight map[uint64][]JournalEntry // batch seq → its entries, until acked
-	carried  map[uint64]int64          // from earlier lives: id → first publish
+	inflight map[uint64][]Entry // batch seq → its entries, until acked
+	carried  map[uint64]int64   // from earlier lives: id → first publish
 	buf      []byte
 }
 
-// OpenJournal opens (or creates) the journal at path for the ring whose
+// Open opens (or creates) the journal at path for the ring whose
 // file id is fileID, loads what an earlier bridge left unacked, and
 // rewrites the file with only that. A journal of another ring (the file
 // was re-created) is started afresh: its ids cannot come back.
-func OpenJournal(path string, fileID uint64) (*Journal, error) {
-	j := &Journal{path: path, fileID: fileID, inflight: map[uint64][]JournalEntry{}, carried: map[uint64]int64{}}
+func Open(path string, fileID uint64) (*Journal, error) {
+	j := &Journal{path: path, fileID: fileID, inflight: map[uint64][]Entry{}, carried: map[uint64]int64{}}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -103,7 +107,7 @@ func (j *Journal) load(b []byte) error {
 	if binary.LittleEndian.Uint64(b[8:]) != j.fileID {
 		return nil // another ring's: nothing of it can come back
 	}
-	batches := map[uint64][]JournalEntry{}
+	batches := map[uint64][]Entry{}
 	for rest := b[journalHead:]; len(rest) >= 8; {
 		n := binary.LittleEndian.Uint32(rest)
 		sum := binary.LittleEndian.Uint32(rest[4:])
@@ -125,10 +129,10 @@ func (j *Journal) load(b []byte) error {
 			if uint64(count)*16 != uint64(len(body)-13) {
 				return errors.New("publish record of the wrong length")
 			}
-			es := make([]JournalEntry, count)
+			es := make([]Entry, count)
 			for i := range es {
 				p := body[13+16*i:]
-				es[i] = JournalEntry{ID: binary.LittleEndian.Uint64(p), First: int64(binary.LittleEndian.Uint64(p[8:]))}
+				es[i] = Entry{ID: binary.LittleEndian.Uint64(p), First: int64(binary.LittleEndian.Uint64(p[8:]))}
 				if t, ok := j.carried[es[i].ID]; !ok || es[i].First < t {
 					j.carried[es[i].ID] = es[i].First
 				}
@@ -171,9 +175,9 @@ func (j *Journal) rewrite() error {
 	var out bytes.Buffer
 	out.Write(journalHeader(j.fileID))
 	if len(j.carried) > 0 {
-		es := make([]JournalEntry, 0, len(j.carried))
+		es := make([]Entry, 0, len(j.carried))
 		for id, t := range j.carried {
-			es = append(es, JournalEntry{ID: id, First: t})
+			es = append(es, Entry{ID: id, First: t})
 		}
 		out.Write(j.record(recPublished, 0, es))
 	}
@@ -204,7 +208,7 @@ func (j *Journal) rewrite() error {
 }
 
 // record encodes one record into j.buf (reused) and returns it.
-func (j *Journal) record(kind byte, seq uint64, es []JournalEntry) []byte {
+func (j *Journal) record(kind byte, seq uint64, es []Entry) []byte {
 	n := 9
 	if kind == recPublished {
 		n += 4 + 16*len(es)
@@ -242,7 +246,7 @@ func (j *Journal) FirstPublished(id uint64) (time.Time, bool) {
 
 // Published records a batch about to be published, before its first
 // message goes out, and returns its sequence for Acked.
-func (j *Journal) Published(es []JournalEntry) (uint64, error) {
+func (j *Journal) Published(es []Entry) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.seq++
@@ -293,3 +297,6 @@ func (j *Journal) Close() error {
 }
 
 var _ io.Closer = (*Journal)(nil)
+
+// ErrJournal: the journal cannot be read or written.
+var ErrJournal = errors.New("bridge: publish journal")

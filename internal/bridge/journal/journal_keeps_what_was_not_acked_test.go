@@ -1,4 +1,4 @@
-package bridge
+package journal
 
 import (
 	"errors"
@@ -14,15 +14,15 @@ import (
 func TestJournalKeepsWhatWasNotAcked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	const fileID = 0xfeed
-	j, err := OpenJournal(path, fileID)
+	j, err := Open(path, fileID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, err := j.Published([]JournalEntry{{ID: 1, First: 100}, {ID: 2, First: 100}})
+	s1, err := j.Published([]Entry{{ID: 1, First: 100}, {ID: 2, First: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Published([]JournalEntry{{ID: 3, First: 200}}); err != nil {
+	if _, err := j.Published([]Entry{{ID: 3, First: 200}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Acked(s1); err != nil {
@@ -30,25 +30,25 @@ func TestJournalKeepsWhatWasNotAcked(t *testing.T) {
 	}
 	j.Close() // as a SIGKILL leaves it: no more records
 
-	next, err := OpenJournal(path, fileID)
+	next, err := Open(path, fileID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantCarried(t, next, map[uint64]int64{3: 200})
 	// Carried again (a redelivery of 3 republished with its old time),
 	// then acked: gone for the one after.
-	s, err := next.Published([]JournalEntry{{ID: 3, First: 200}, {ID: 4, First: 300}})
+	s, err := next.Published([]Entry{{ID: 3, First: 200}, {ID: 4, First: 300}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := next.Acked(s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := next.Published([]JournalEntry{{ID: 5, First: 400}}); err != nil {
+	if _, err := next.Published([]Entry{{ID: 5, First: 400}}); err != nil {
 		t.Fatal(err)
 	}
 	next.Close()
-	third, err := OpenJournal(path, fileID)
+	third, err := Open(path, fileID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,14 @@ func TestJournalKeepsWhatWasNotAcked(t *testing.T) {
 func TestJournalTornTailAndForeignFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "j")
-	j, err := OpenJournal(path, 7)
+	j, err := Open(path, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Published([]JournalEntry{{ID: 1, First: 1}}); err != nil {
+	if _, err := j.Published([]Entry{{ID: 1, First: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Published([]JournalEntry{{ID: 2, First: 2}}); err != nil {
+	if _, err := j.Published([]Entry{{ID: 2, First: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
@@ -80,14 +80,14 @@ func TestJournalTornTailAndForeignFiles(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)-5], 0o600); err != nil { // the second record torn
 		t.Fatal(err)
 	}
-	torn, err := OpenJournal(path, 7)
+	torn, err := Open(path, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantCarried(t, torn, map[uint64]int64{1: 1})
 	torn.Close()
 
-	other, err := OpenJournal(path, 8) // the ring was re-created
+	other, err := Open(path, 8) // the ring was re-created
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestJournalTornTailAndForeignFiles(t *testing.T) {
 	if err := os.WriteFile(notJournal, []byte("precious data, not a journal"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(notJournal, 7); !errors.Is(err, ErrJournal) {
-		t.Fatalf("OpenJournal of another file: %v, want ErrJournal", err)
+	if _, err := Open(notJournal, 7); !errors.Is(err, ErrJournal) {
+		t.Fatalf("Open of another file: %v, want ErrJournal", err)
 	}
 	if b, _ := os.ReadFile(notJournal); string(b) != "precious data, not a journal" {
 		t.Fatal("the other file was overwritten")

@@ -1,4 +1,4 @@
-package bridge
+package journal
 
 import (
 	"os"
@@ -6,18 +6,18 @@ import (
 	"testing"
 )
 
-// FuzzJournal feeds OpenJournal arbitrary files: it must never panic,
+// FuzzJournal feeds Open arbitrary files: it must never panic,
 // and what it accepts it must rewrite into a journal that reads back the
 // same (the carried ids survive the rewrite).
 func FuzzJournal(f *testing.F) {
 	dir := f.TempDir()
 	seed := filepath.Join(dir, "seed")
-	j, err := OpenJournal(seed, 9)
+	j, err := Open(seed, 9)
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, _ := j.Published([]JournalEntry{{ID: 1, First: 5}, {ID: 2, First: 6}})
-	j.Published([]JournalEntry{{ID: 3, First: 7}})
+	s, _ := j.Published([]Entry{{ID: 1, First: 5}, {ID: 2, First: 6}})
+	j.Published([]Entry{{ID: 3, First: 7}})
 	j.Acked(s)
 	j.Close()
 	b, _ := os.ReadFile(seed)
@@ -30,7 +30,7 @@ func FuzzJournal(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		j, err := OpenJournal(path, 9)
+		j, err := Open(path, 9)
 		if err != nil {
 			return
 		}
@@ -39,9 +39,9 @@ func FuzzJournal(f *testing.F) {
 			carried[id] = at
 		}
 		j.Close()
-		again, err := OpenJournal(path, 9)
+		again, err := Open(path, 9)
 		if err != nil {
-			t.Fatalf("a journal OpenJournal rewrote is refused: %v", err)
+			t.Fatalf("a journal Open rewrote is refused: %v", err)
 		}
 		defer again.Close()
 		if len(again.carried) != len(carried) {
