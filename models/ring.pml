@@ -22,6 +22,9 @@
  *                a live consumer is still copying out.
  */
 
+#ifdef NPOP
+#error "ring.pml counts the popper's calls with POPS (NPOP is deque.pml's)"
+#endif
 #ifndef C
 #define C 2            /* capacity (slots) */
 #endif
@@ -99,8 +102,10 @@ bool finished;        /* the drainer checked every delivery */
 
 /* A death may land here: the process stops for good, its memory stays as
  * it is and the kernel drops its entry locks (the oracle: an entry lock
- * nobody holds). */
-#define D if :: (mortal && ndeaths < MAXD) -> goto died :: skip fi
+ * nobody holds). The death is counted in the step that decides it, so
+ * MAXD bounds a run's deaths exactly (before, two processes could both
+ * pass the guard before either counted). */
+#define D if :: atomic { (mortal && ndeaths < MAXD) -> ndeaths++ }; goto died :: skip fi
 
 #define LOCALS \
 	bool mortal = true; byte mystamp; byte myent; byte mygen; \
@@ -113,7 +118,7 @@ bool finished;        /* the drainer checked every delivery */
 #define DIE \
 died: skip; \
 	d_step { \
-		alive[me] = false; ndeaths++; nfin++; \
+		alive[me] = false; nfin++; \
 		k = 0; \
 		do \
 		:: k < C -> \
