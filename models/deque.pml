@@ -15,6 +15,12 @@
  *   BAD_STEAL_NOCAS     a steal takes the message at top with a store of
  *                       the word it loaded, not the CAS the owner's pop of
  *                       the last message races: both take it.
+ *   BAD_STALE_JUDGE     a steal helps top past a READING slot judged
+ *                       consumed against an owner word loaded after the
+ *                       slot word, without re-reading the slot (the code
+ *                       before the model found it): a dead owner's pop
+ *                       rolled back in between is stepped past, lost
+ *                       (needs -DWITH_ADOPTER).
  *   BAD_RELEASE_FORWARD fixBottom releases a dead owner's push-batch claims
  *                       first to last (the code before the model found
  *                       it): a repair killed after the first leaves the
@@ -297,7 +303,18 @@ inline steal(ns) {
 			:: else ->
 				consumed();
 				if
-				:: cons -> CASB(top, t, t+1); D
+				:: cons && ws == READING ->
+					/* judged against the owner word loaded now: only if
+					 * the slot still holds the word seen (a dead owner's
+					 * pop rolled back under a stale word otherwise;
+					 * -DBAD_STALE_JUDGE: without the re-read) */
+#ifndef BAD_STALE_JUDGE
+					atomic { ok = (st[i] == ws && ow[i] == wo && lp[i] == wl && dv[i] == wd) };
+#else
+					ok = true;
+#endif
+					if :: ok -> CASB(top, t, t+1); D :: else -> skip fi
+				:: cons && ws != READING -> CASB(top, t, t+1); D
 				:: !cons && dd == 0 && (ws == FREE || ws == WRITING || ws == READING) ->
 					/* the owner is mid-operation: look again a bounded number of times */
 					if :: stale < 1 -> stale++ :: res = 1 fi
