@@ -918,7 +918,7 @@ proctype thief() {
 		j = i;
 		copyOut(j, LEASED);
 		DELIVER(x1);
-		D; /* test.lease.processing */
+		D; /* test.lease.processing; crash: deque.claim-batch.after-take (claimBatch is a loop of steal(LEASED), nothing between: docs/design.md) */
 		if
 		:: /* Ack */
 			do
@@ -926,7 +926,7 @@ proctype thief() {
 				assert(rws == LEASED && rwo == mystamp);
 				D; /* crash: deque.ack.before-free */
 				atomic { SCAS(j, rws, rwo, rwl, rwd, FREE, 0, rwl+1, 0, ok); if :: ok -> gown[j] = 0 :: else -> skip fi };
-				D;
+				D; /* crash: deque.ack-batch.mid-free (AckBatch is a loop of ack: after one's free CAS) */
 				if :: ok -> break :: else -> skip fi
 			od
 		:: /* Release */

@@ -8,7 +8,7 @@
  *
  * Comments of the form "crash: NAME" mark the step of the model that a
  * crash point of the code corresponds to (the D right after it is where a
- * death at that point lands); models/crashpoints_test.go checks that every
+ * death at that point lands); every_crash_point_has_a_model_step_or_a_crash_window_row_test.go checks that every
  * crash point of the code is named here or in the deque model, or has a
  * row in docs/design.md's crash-window tables.
  *
@@ -858,12 +858,12 @@ proctype claimer() {
 			do
 			:: LOAD(rj, rws, rwo, rwl, rwd); D;
 				assert(rws == LEASED && rwo == mystamp);
-				D; /* crash: ring.ack.before-free, ring.ack-batch.mid-free */
+				D; /* crash: ring.ack.before-free */
 				atomic {
 					SCAS(rj, LEASED, mystamp, rwl, rwd, FREE, 0, rwl+1, 0, ok);
 					if :: ok -> gown[rj] = 0 :: else -> skip fi
 				}
-				D;
+				D; /* crash: ring.ack-batch.mid-free (AckBatch is a loop of ack: after one's free CAS) */
 				if :: ok -> break :: else -> skip fi
 			od
 		:: /* Release: recoverSlot as this very handle */
