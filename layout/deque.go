@@ -6,7 +6,8 @@ package layout
 //
 //	area offset
 //	   0 +--------------------------------------------------------------+
-//	     | bottom | pushed | full_hits | owner_popped  (owner's line)     |
+//	     | bottom | pushed | full_hits | owner_popped | next_id          |
+//	     |                                             (owner's line)     |
 //	  64 | top | stolen | empty_hits                  (thieves' line)    |
 //	 128 | not_empty_seq | not_empty_waiters          (futex line)       |
 //	 192 | not_full_seq  | not_full_waiters           (futex line)       |
@@ -29,13 +30,18 @@ package layout
 // index+1 (bits 0-15) and that entry's generation (16-39), 0 when the deque
 // has no owner; pending counts returned slots (an upper bound: too high
 // by one for each process killed between counting and marking, or taking
-// and uncounting; never too low). These constants are part
-// of the format.
+// and uncounting; never too low). next_id is the last message id the
+// owner's pushes took (message ids, option RingOptMessageIDs: a deque
+// reuses a position once the owner pops back below it, so the position
+// cannot name a message as a ring's does); the owner takes a number
+// before it writes the message, so a push killed in between leaves a gap
+// and ids stay unique. These constants are part of the format.
 const (
 	DequeOffBottom      = 0
 	DequeOffPushed      = 8
 	DequeOffFullHits    = 16
 	DequeOffOwnerPopped = 24
+	DequeOffNextID      = 32
 	DequeOffTop         = 64
 	DequeOffStolen      = 72
 	DequeOffEmptyHits   = 80
@@ -76,7 +82,7 @@ func NewDequeLayout(g Geometry) (DequeLayout, error) {
 func init() {
 	register(&Spec{
 		Kind:         KindDeque,
-		ParamNames:   [3]string{"participants", "delivery_limit"},
+		ParamNames:   [3]string{"participants", "delivery_limit", "options"},
 		UsesSlotSize: true,
 		Body: func(g Geometry) (uint64, Map, error) {
 			l, err := NewDequeLayout(g)
@@ -96,6 +102,7 @@ func (l *DequeLayout) fieldMap() Map {
 		u64("deque.pushed", DequeOffPushed, "messages the owner published"),
 		u64("deque.full_hits", DequeOffFullHits, "pushes that found the deque full"),
 		u64("deque.owner_popped", DequeOffOwnerPopped, "messages the owner popped at the bottom"),
+		u64("deque.next_id", DequeOffNextID, "last message id a push took (message ids only; 0 otherwise)"),
 		u64("deque.top", DequeOffTop, "next position thieves steal"),
 		u64("deque.stolen", DequeOffStolen, "messages taken at the top by plain steals"),
 		u64("deque.empty_hits", DequeOffEmptyHits, "pops, steals and claims that found the deque empty"),

@@ -131,6 +131,8 @@ func FuzzDequeLayout(f *testing.F) {
 	f.Add(uint64(RingMaxCapacity), uint32(RingMaxSlotSize), uint32(RingMaxParticipants), uint32(RingMaxDeliveryLimit), uint32(0))
 	f.Add(uint64(1<<63), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(1))
 	f.Add(uint64(0), uint32(0), uint32(0), uint32(0), uint32(0))
+	f.Add(uint64(8), uint32(64), uint32(4), uint32(5), RingOptMessageIDs)
+	f.Add(uint64(8), uint32(64), uint32(4), uint32(5), uint32(1<<31|1))
 	f.Fuzz(func(t *testing.T, capacity uint64, slotSize, p0, p1, p2 uint32) {
 		g := Geometry{Capacity: capacity, SlotSize: slotSize, Params: [3]uint32{p0, p1, p2}}
 		l, err := NewDequeLayout(g)
@@ -154,11 +156,8 @@ func FuzzDequeLayout(f *testing.F) {
 			t.Fatalf("deque geometry %+v, ring %+v", l.SlotGeometry, r.SlotGeometry)
 		}
 		checkSlotGeometry(t, g, &l.SlotGeometry)
-		if p2 != 0 {
-			if herr == nil {
-				t.Fatalf("NewHeader accepted unused param2 = %d", p2)
-			}
-			return
+		if p2&^RingKnownOptions != 0 {
+			t.Fatalf("NewDequeLayout accepted unknown option bits %#x", p2)
 		}
 		if herr != nil {
 			t.Fatalf("NewHeader rejected %+v that NewDequeLayout accepts: %v", g, herr)

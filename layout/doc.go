@@ -35,8 +35,27 @@
 //     (ErrVersionMismatch), older or newer: majors share no layout. Format
 //     2 (participant entries of 64 bytes with a pid namespace, a repairer
 //     entry, entry locks as the proof of life) is refused by format 1
-//     readers, and format 1 files by this one: a format 1 binary would
-//     judge a format 2 holder dead by its pid, and the reverse.
+//     readers, and format 1 files by format 2 ones: a format 1 binary
+//     would judge a format 2 holder dead by its pid, and the reverse.
+//     Format 3 adds the option word of rings and deques (Param2, zero
+//     before): option bit 0 (RingOptMessageIDs) ends every slot with an
+//     8-byte message id, kept when a repair requeues the message, and
+//     other option bits are refused. Format 2 files are refused by this
+//     build and format 3 files by format 2 builds: a format 2 reader
+//     would take a format 3 ring's ids for payload bytes.
+//
+// # Message ids (format 3)
+//
+// A ring or deque created with RingOptMessageIDs in Param2 gives every
+// message a uint64 id, stored little-endian in the last RingSlotIDSize
+// bytes of its slot and written with the payload, before the slot word
+// publishes it; the payload holds SlotSize-16 bytes instead of
+// SlotSize-8. A ring stamps a plain push with its position+1 (or takes
+// the id the pusher gives); a deque numbers pushes from a counter of its
+// own (DequeOffNextID). A repair that requeues a message copies its id
+// to the new slot, so a redelivered message keeps its id: together with
+// the file's id (FileID) it names a message across processes, crashes
+// and repairs. Without the option the slot layout is format 2's.
 //   - Minor versions only add meaning to bytes that an older reader leaves
 //     alone (reserved fields, compatible flag bits). A reader accepts any
 //     minor version of its major, older or newer.

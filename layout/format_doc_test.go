@@ -27,6 +27,7 @@ var docKinds = []struct {
 	note string
 }{
 	{"ring", KindRing, RingGeometry(1024, RingDefaultSlotSize, RingDefaultPeers, RingDefaultDeliveries), "capacity 1024, 64-byte slots, 64 participants"},
+	{"ring-ids", KindRing, RingGeometryWith(4, RingDefaultSlotSize, 1, RingDefaultDeliveries, RingOptMessageIDs), "a ring with message ids: capacity 4, 64-byte slots, 1 participant"},
 	{"deque", KindDeque, RingGeometry(1024, RingDefaultSlotSize, RingDefaultPeers, RingDefaultDeliveries), "capacity 1024, 64-byte slots, 64 participants"},
 	{"hashmap", KindHashMap, HashMapGeometry(1024, 16, 32, HashMapDefaultPeers), "1024 buckets, 16-byte keys, 32-byte values, 64 participants"},
 	{"heartbeat", KindHeartbeat, HeartbeatGeometry(64, 8), "64 slots, 8 leases each"},

@@ -10,7 +10,7 @@ import (
 
 // Format version written by this package.
 const (
-	MajorVersion = 2
+	MajorVersion = 3
 	MinorVersion = 0
 )
 
@@ -20,7 +20,7 @@ const Magic = "\x89SHMKIT\n"
 
 // Header geometry. These constants are part of the format.
 const (
-	HeaderSize     = 256 // bytes of the common header in format 2 (as in format 1)
+	HeaderSize     = 256 // bytes of the common header in format 3 (as in formats 1 and 2)
 	ChecksumedSize = 128 // bytes [0, ChecksumedSize) are immutable and checksummed
 	CacheLine      = 64  // alignment unit of every area in a shmkit file
 )
@@ -55,7 +55,7 @@ const ReadyValue uint32 = 0x59444552
 // Flag bits. Bits 0-7 are compatible, bits 8-15 incompatible.
 const (
 	flagsIncompatMask uint16 = 0xff00
-	knownIncompat     uint16 = 0 // format 2.0 defines no incompatible flags
+	knownIncompat     uint16 = 0 // format 3.0 defines no incompatible flags
 )
 
 // MaxFileSize bounds the size any header may declare (1 TiB): far beyond any
@@ -217,7 +217,8 @@ func Decode(b []byte) (Header, error) {
 	if h.Major != MajorVersion {
 		// Majors share no layout: format 1 judged liveness by pid alone,
 		// so a build reading it would call format 2's holders (which
-		// prove life by an entry lock) dead, and the reverse.
+		// prove life by an entry lock) dead, and the reverse; format 2
+		// readers would take a format 3 ring's message ids for payload.
 		advice := "re-create the file with this build"
 		if h.Major > MajorVersion {
 			advice = "open it with a newer build"

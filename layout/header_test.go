@@ -51,7 +51,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"newer major", func(b []byte) []byte { le.PutUint16(b[OffMajor:], MajorVersion+1); return b }, ErrVersionMismatch},
 		{"older major", func(b []byte) []byte { le.PutUint16(b[OffMajor:], MajorVersion-1); return b }, ErrVersionMismatch},
 		{"format 1", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 1); return resum(b) }, ErrVersionMismatch},
-		{"format 3", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 3); return resum(b) }, ErrVersionMismatch},
+		{"format 2", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 2); return resum(b) }, ErrVersionMismatch},
+		{"format 4", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 4); return resum(b) }, ErrVersionMismatch},
 		{"major max", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 0xffff); return resum(b) }, ErrVersionMismatch},
 		{"major zero", func(b []byte) []byte { le.PutUint16(b[OffMajor:], 0); return resum(b) }, ErrInvalid},
 		{"incompatible flag", func(b []byte) []byte { le.PutUint16(b[OffFlags:], 0x0100); return resum(b) }, ErrVersionMismatch},
@@ -83,24 +84,25 @@ func resum(b []byte) []byte {
 	return b
 }
 
-// TestOtherMajorsRefused: format 2 is the only major this build reads. A
-// file of format 1 (older) or 3 (newer), with any minor and a valid
+// TestOtherMajorsRefused: format 3 is the only major this build reads. A
+// file of format 1 or 2 (older) or 4 (newer), with any minor and a valid
 // checksum, is refused with ErrVersionMismatch, and the message names the
 // file's format and the one this build reads.
 func TestOtherMajorsRefused(t *testing.T) {
-	if MajorVersion != 2 || MinorVersion != 0 {
-		t.Fatalf("format %d.%d, want 2.0", MajorVersion, MinorVersion)
+	if MajorVersion != 3 || MinorVersion != 0 {
+		t.Fatalf("format %d.%d, want 3.0", MajorVersion, MinorVersion)
 	}
 	for _, tc := range []struct {
 		name         string
 		major, minor uint16
 		msg          []string
 	}{
-		{"format 1.0", 1, 0, []string{"format 1.0", "format 2"}},
-		{"format 1.5", 1, 5, []string{"format 1.5", "format 2"}},
-		{"format 3.0", 3, 0, []string{"format 3.0", "format 2"}},
-		{"format 3.2", 3, 2, []string{"format 3.2", "format 2"}},
-		{"format 65535.0", 0xffff, 0, []string{"format 65535.0", "format 2"}},
+		{"format 1.0", 1, 0, []string{"format 1.0", "format 3", "re-create"}},
+		{"format 2.0", 2, 0, []string{"format 2.0", "format 3", "re-create"}},
+		{"format 2.3", 2, 3, []string{"format 2.3", "format 3", "re-create"}},
+		{"format 4.0", 4, 0, []string{"format 4.0", "format 3", "newer build"}},
+		{"format 4.2", 4, 2, []string{"format 4.2", "format 3", "newer build"}},
+		{"format 65535.0", 0xffff, 0, []string{"format 65535.0", "format 3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := regionImage(t, 64)
@@ -123,10 +125,10 @@ func TestOtherMajorsRefused(t *testing.T) {
 			}
 		})
 	}
-	// The same image as format 2 decodes: only the major was at fault.
+	// The same image as format 3 decodes: only the major was at fault.
 	b, _ := regionImage(t, 64)
-	if binary.LittleEndian.Uint16(b[OffMajor:]) != 2 {
-		t.Fatalf("NewHeader wrote major %d, want 2", binary.LittleEndian.Uint16(b[OffMajor:]))
+	if binary.LittleEndian.Uint16(b[OffMajor:]) != 3 {
+		t.Fatalf("NewHeader wrote major %d, want 3", binary.LittleEndian.Uint16(b[OffMajor:]))
 	}
 	if _, err := DecodeFile(b); err != nil {
 		t.Fatal(err)
@@ -204,7 +206,20 @@ func FuzzDecode(f *testing.F) {
 	b, _ := regionImage(f, 64)
 	f.Add(b)
 	f.Add(b[:HeaderSize])
-	for _, major := range []uint16{1, 3} { // other formats: always refused
+	for _, opts := range []uint32{RingOptMessageIDs, 2} { // a ring with message ids; an unknown option bit (refused)
+		g := RingGeometryWith(4, 64, 1, 1, opts)
+		h, err := NewHeader(KindRing, RingGeometryWith(4, 64, 1, 1, 0), 1, Creator{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		h.Geometry = g
+		o := make([]byte, h.FileSize)
+		if err := h.Encode(o); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(o)
+	}
+	for _, major := range []uint16{1, 2, 4} { // other formats: always refused
 		o := append([]byte(nil), b...)
 		binary.LittleEndian.PutUint16(o[OffMajor:], major)
 		f.Add(resum(o))

@@ -22,13 +22,19 @@ import (
 //	     |   (64 B each; entry P is the repairer entry, see PeerEntries) |
 //	     +--------------------------------------------------------------+
 //	     | slot[0..capacity): word (8 B) | payload (slot_size-8 B)      |
+//	     |   with message ids: word (8 B) | payload (slot_size-16 B)    |
+//	     |                     | id (8 B, the slot's last 8 bytes)      |
 //	     +--------------------------------------------------------------+
 //
 // Every control word a different role writes sits on its own cache line.
 // Geometry: Capacity is the slot count (a power of two), SlotSize the bytes
-// per slot (a multiple of 64), Param0 the participant table's size and
-// Param1 the delivery limit after which a message is set aside as poison.
-// These constants are part of the format.
+// per slot (a multiple of 64), Param0 the participant table's size,
+// Param1 the delivery limit after which a message is set aside as poison
+// and Param2 the options, chosen at creation: bit 0 (RingOptMessageIDs)
+// gives every slot a message id, a uint64 in the slot's last 8 bytes
+// written with the payload (the payload holds 8 bytes less); the other
+// bits are reserved and a file that sets one is refused. These constants
+// are part of the format.
 const (
 	RingOffTail           = 0
 	RingOffPushed         = 8
@@ -61,6 +67,14 @@ const (
 	RingDefaultSlotSize   = 64
 	RingDefaultPeers      = 64
 	RingDefaultDeliveries = 5
+
+	// RingOptMessageIDs is option bit 0 (Param2) of a ring or a deque:
+	// each slot ends with its message's id (RingSlotIDSize bytes, uint64
+	// little-endian), which moves with the message when a repair requeues
+	// it. RingKnownOptions are the option bits this format defines.
+	RingOptMessageIDs uint32 = 1 << 0
+	RingKnownOptions         = RingOptMessageIDs
+	RingSlotIDSize           = 8
 )
 
 // RingGeometry returns the geometry of a ring.
@@ -81,6 +95,11 @@ type SlotGeometry struct {
 	DeliveryLimit uint32
 	SlotsOff      uint64
 	BodySize      uint64
+	// MessageIDs says whether the slots carry message ids (option
+	// RingOptMessageIDs); IDSize is then RingSlotIDSize, else 0: the
+	// bytes at the end of each slot that the id takes from the payload.
+	MessageIDs bool
+	IDSize     uint64
 	// AllowReturned says whether SlotReturned is a valid slot state: true
 	// for a deque's slots (NewDequeLayout), false for a ring's
 	// (NewRingLayout), whose returned slot is corrupt.
@@ -93,7 +112,11 @@ type RingLayout struct {
 }
 
 // PayloadMax is the largest message a slot holds.
-func (l *SlotGeometry) PayloadMax() uint64 { return l.SlotSize - RingSlotWordSize }
+func (l *SlotGeometry) PayloadMax() uint64 { return l.SlotSize - RingSlotWordSize - l.IDSize }
+
+// IDOff is the offset of the message id inside a slot (its last
+// RingSlotIDSize bytes); meaningful only when MessageIDs is set.
+func (l *SlotGeometry) IDOff() uint64 { return l.SlotSize - RingSlotIDSize }
 
 // SlotOff is the area offset of slot i's word. i must be < Capacity.
 func (l *SlotGeometry) SlotOff(i uint64) uint64 { return l.SlotsOff + i*l.SlotSize }
@@ -123,6 +146,11 @@ func newSlotGeometry(g Geometry) (SlotGeometry, error) {
 		return l, fmt.Errorf("participant table size %d must be in [1, %d]", l.Participants, RingMaxParticipants)
 	case l.DeliveryLimit < 1 || l.DeliveryLimit > RingMaxDeliveryLimit:
 		return l, fmt.Errorf("delivery limit %d must be in [1, %d]", l.DeliveryLimit, RingMaxDeliveryLimit)
+	case g.Params[2]&^RingKnownOptions != 0:
+		return l, fmt.Errorf("options %#x set unknown bits %#x (this format defines %#x)", g.Params[2], g.Params[2]&^RingKnownOptions, RingKnownOptions)
+	}
+	if g.Params[2]&RingOptMessageIDs != 0 {
+		l.MessageIDs, l.IDSize = true, RingSlotIDSize
 	}
 	l.CapShift = uint(bits.TrailingZeros64(g.Capacity))
 	l.Entries = PeerEntries(l.Participants)
@@ -143,7 +171,7 @@ func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
 func init() {
 	register(&Spec{
 		Kind:         KindRing,
-		ParamNames:   [3]string{"participants", "delivery_limit"},
+		ParamNames:   [3]string{"participants", "delivery_limit", "options"},
 		UsesSlotSize: true,
 		Body: func(g Geometry) (uint64, Map, error) {
 			l, err := NewRingLayout(g)
@@ -187,12 +215,23 @@ func (l *RingLayout) fieldMap() Map {
 	return m
 }
 
+// RingGeometryWith is RingGeometry with options (Param2: RingOptMessageIDs).
+func RingGeometryWith(capacity uint64, slotSize, participants, deliveryLimit, options uint32) Geometry {
+	g := RingGeometry(capacity, slotSize, participants, deliveryLimit)
+	g.Params[2] = options
+	return g
+}
+
 // slotArea describes the slots of a ring or deque.
 func (l *SlotGeometry) slotArea() Area {
-	return Area{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: []Field{
+	fields := []Field{
 		{"word", 0, 8, "state (bits 0-2), deliveries (3-6), owner (7-16), length (17-36), lap (37-63)"},
-		{"payload", 8, l.SlotSize - 8, "message bytes"},
-	}}
+		{"payload", 8, l.PayloadMax(), "message bytes"},
+	}
+	if l.MessageIDs {
+		fields = append(fields, Field{"id", l.IDOff(), RingSlotIDSize, "message id (u64), written with the payload, kept by a requeue"})
+	}
+	return Area{Name: "slot", Offset: l.SlotsOff, Stride: l.SlotSize, Count: l.Capacity, Fields: fields}
 }
 
 // SlotState is the state field of a slot word.

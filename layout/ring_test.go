@@ -50,6 +50,13 @@ func TestNewRingLayout(t *testing.T) {
 		{"participants 1024", RingGeometry(8, 64, 1024, 1), false, 0, 0},
 		{"delivery limit 0", RingGeometry(8, 64, 1, 0), false, 0, 0},
 		{"delivery limit 16", RingGeometry(8, 64, 1, RingMaxDeliveryLimit+1), false, 0, 0},
+		// Option bit 0 (message ids) changes no offset, only what a
+		// slot's bytes mean; every other option bit is refused.
+		{"message ids", RingGeometryWith(8, 64, 1, 1, RingOptMessageIDs), true, 576, 576 + 8*64},
+		{"message ids max slot", RingGeometryWith(2, RingMaxSlotSize, 1, 1, RingOptMessageIDs), true, 576, 576 + 2*RingMaxSlotSize},
+		{"option bit 1", RingGeometryWith(8, 64, 1, 1, 1<<1), false, 0, 0},
+		{"option bit 31", RingGeometryWith(8, 64, 1, 1, 1<<31), false, 0, 0},
+		{"ids and unknown", RingGeometryWith(8, 64, 1, 1, RingOptMessageIDs|1<<7), false, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +126,18 @@ func checkSlotGeometry(t *testing.T, g Geometry, l *SlotGeometry) {
 	if l.BodySize > MaxFileSize {
 		t.Fatalf("BodySize %d beyond MaxFileSize", l.BodySize)
 	}
-	if l.PayloadMax() != l.SlotSize-RingSlotWordSize || l.PayloadMax() >= 1<<slotLenBits {
+	idBytes := uint64(0)
+	if g.Params[2]&RingOptMessageIDs != 0 {
+		idBytes = RingSlotIDSize
+	}
+	if l.MessageIDs != (idBytes != 0) || l.IDSize != idBytes {
+		t.Fatalf("options %#x: MessageIDs %v IDSize %d", g.Params[2], l.MessageIDs, l.IDSize)
+	}
+	if l.PayloadMax() != l.SlotSize-RingSlotWordSize-idBytes || l.PayloadMax() >= 1<<slotLenBits {
 		t.Fatalf("PayloadMax %d for slot size %d (length field holds %d)", l.PayloadMax(), l.SlotSize, 1<<slotLenBits-1)
+	}
+	if l.MessageIDs && (l.IDOff() != RingSlotWordSize+l.PayloadMax() || l.IDOff()%8 != 0) {
+		t.Fatalf("id at %d of a %d-byte slot, payload %d", l.IDOff(), l.SlotSize, l.PayloadMax())
 	}
 }
 
@@ -547,6 +564,9 @@ func FuzzRingLayout(f *testing.F) {
 	f.Add(uint64(RingMaxCapacity), uint32(65472), uint32(RingMaxParticipants), uint32(1), uint32(0))
 	f.Add(uint64(1<<63), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(math.MaxUint32), uint32(1))
 	f.Add(uint64(0), uint32(0), uint32(0), uint32(0), uint32(0))
+	f.Add(uint64(8), uint32(64), uint32(4), uint32(5), RingOptMessageIDs)
+	f.Add(uint64(8), uint32(64), uint32(4), uint32(5), uint32(2))
+	f.Add(uint64(2), uint32(RingMaxSlotSize), uint32(1), uint32(1), uint32(math.MaxUint32))
 	f.Fuzz(func(t *testing.T, capacity uint64, slotSize, p0, p1, p2 uint32) {
 		g := Geometry{Capacity: capacity, SlotSize: slotSize, Params: [3]uint32{p0, p1, p2}}
 		l, err := NewRingLayout(g)
@@ -558,11 +578,8 @@ func FuzzRingLayout(f *testing.F) {
 			return
 		}
 		checkRingLayout(t, g, l)
-		if p2 != 0 {
-			if herr == nil {
-				t.Fatalf("NewHeader accepted unused param2 = %d", p2)
-			}
-			return
+		if p2&^RingKnownOptions != 0 {
+			t.Fatalf("NewRingLayout accepted unknown option bits %#x", p2)
 		}
 		if herr != nil {
 			t.Fatalf("NewHeader rejected %+v that NewRingLayout accepts: %v", g, herr)

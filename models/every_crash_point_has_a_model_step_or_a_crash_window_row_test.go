@@ -18,6 +18,7 @@ import (
 var crashPointFiles = []string{
 	"../transport/crashpoints.go",
 	"../transport/internal/peers/crashpoints.go",
+	"../internal/bridge/crashpoints.go",
 }
 
 // declaredCrashPoints parses the crash point constants of the code.

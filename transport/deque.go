@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type Deque struct {
 	mask       uint64
 
 	bottom, pushed, fullHits, ownerPopped  *atomic.Uint64
+	nextID                                 *atomic.Uint64 // message ids only: the last id a push took
 	top, stolen, emptyHits                 *atomic.Uint64
 	correlation, claimed, acked, returned  *atomic.Uint64
 	poisoned, abandoned, repairs, adopted  *atomic.Uint64
@@ -142,6 +144,7 @@ func viewDeque(reg *shm.Region) (*Deque, error) {
 	d.poisoned, d.abandoned, d.repairs, d.adopted = u64(layout.DequeOffPoisoned), u64(layout.DequeOffAbandoned), u64(layout.DequeOffRepairs), u64(layout.DequeOffAdopted)
 	d.rolledBack, d.ownerWord, d.pending = u64(layout.DequeOffRolledBack), u64(layout.DequeOffOwner), u64(layout.DequeOffPending)
 	d.burned = u64(layout.DequeOffBurned)
+	d.nextID = u64(layout.DequeOffNextID)
 	d.notEmptySeq, d.notEmptyW = u32(layout.DequeOffNotEmptySeq), u32(layout.DequeOffNotEmptyW)
 	d.notFullSeq, d.notFullW = u32(layout.DequeOffNotFullSeq), u32(layout.DequeOffNotFullW)
 	d.tab = peers.New(reg, d.area, layout.DequeOffPeers, lay.Participants, u64(layout.DequeOffRepairLock))
@@ -192,7 +195,8 @@ type DequeCounters struct {
 	Repairs, Adopted            uint64
 	RolledBack, Pending, Burned uint64
 	Correlation                 uint64
-	Owner                       int // participant index of the owner, -1 for none
+	NextMessageID               uint64 // the last message id a push took (message ids only)
+	Owner                       int    // participant index of the owner, -1 for none
 }
 
 // Counters reads the deque's counters.
@@ -205,7 +209,7 @@ func (d *Deque) Counters() DequeCounters {
 		Poisoned: d.poisoned.Load(), Abandoned: d.abandoned.Load(),
 		Repairs: d.repairs.Load(), Adopted: d.adopted.Load(),
 		RolledBack: d.rolledBack.Load(), Pending: d.pending.Load(), Burned: d.burned.Load(),
-		Correlation: d.correlation.Load(), Owner: -1,
+		Correlation: d.correlation.Load(), NextMessageID: d.nextID.Load(), Owner: -1,
 	}
 	if s := d.ownerStamp(); s != 0 {
 		c.Owner = int(s) - 1
@@ -261,6 +265,47 @@ func (d *Deque) slotWord(pos uint64) *atomic.Uint64 {
 func (d *Deque) payload(pos uint64, n uint32) []byte {
 	off := d.lay.SlotOff(pos&d.mask) + layout.RingSlotWordSize
 	return d.area[off : off+uint64(n)]
+}
+
+// slotID is the message id of position pos's slot, 0 in a deque without
+// message ids (read by whoever holds the slot, as its payload is).
+func (d *Deque) slotID(pos uint64) uint64 {
+	if !d.lay.MessageIDs {
+		return 0
+	}
+	off := d.lay.SlotOff(pos&d.mask) + d.lay.IDOff()
+	return binary.LittleEndian.Uint64(d.area[off : off+layout.RingSlotIDSize])
+}
+
+// setSlotID writes the message id of position pos's slot (a deque with
+// message ids; the caller holds the slot WRITING).
+func (d *Deque) setSlotID(pos, id uint64) {
+	off := d.lay.SlotOff(pos&d.mask) + d.lay.IDOff()
+	binary.LittleEndian.PutUint64(d.area[off:off+layout.RingSlotIDSize], id)
+}
+
+// MessageIDs reports whether the deque's messages carry ids (created
+// with DequeConfig.MessageIDs). A push takes the next number of a
+// deque-wide counter in the file (the owner's pushes only: positions are
+// reused when the owner pops back, so they cannot name a message), or
+// the caller's (TryPushID); pops (TryPopID), leases (Lease.ID) and Peek
+// report it, and a message handed back or recovered keeps it (it stays
+// in its slot). A push killed after taking a number and before
+// publishing leaves a gap: ids are unique, not dense.
+func (d *Deque) MessageIDs() bool { return d.lay.MessageIDs }
+
+// FileID returns the file's id (layout.FileID), as Ring.FileID.
+func (d *Deque) FileID() uint64 { return d.id }
+
+// idAllowed refuses an id call on a deque without message ids, and id 0.
+func (d *Deque) idAllowed(id uint64) error {
+	if !d.lay.MessageIDs {
+		return fmt.Errorf("%w: %s", ErrNoMessageIDs, d.Path())
+	}
+	if id == 0 {
+		return fmt.Errorf("%w: %s", ErrZeroID, d.Path())
+	}
+	return nil
 }
 
 func (d *Deque) corrupt(pos, raw uint64, err error) error {

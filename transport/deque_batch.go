@@ -43,12 +43,31 @@ const dequeRun = 64
 // in runs. The batch's messages keep their order: the owner's pops take
 // the last first, thieves the first first. Within a run every message is
 // published (thieves may take it) before bottom moves past the run.
-func (d *Deque) TryPushBatch(msgs [][]byte) (int, error) {
+func (d *Deque) TryPushBatch(msgs [][]byte) (int, error) { return d.tryPushBatch(msgs, nil) }
+
+// TryPushBatchID is TryPushBatch stamping msgs[i] with ids[i] instead of
+// the deque's next numbers (see Ring.TryPushBatchID for the rules).
+func (d *Deque) TryPushBatchID(msgs [][]byte, ids []uint64) (int, error) {
+	if err := batchIDs(d.Path(), d.lay.MessageIDs, len(msgs), ids); err != nil {
+		return 0, err
+	}
+	return d.tryPushBatch(msgs, ids)
+}
+
+// PushBatchID is PushBatch stamping msgs[i] with ids[i].
+func (d *Deque) PushBatchID(ctx context.Context, msgs [][]byte, ids []uint64) (int, error) {
+	if err := batchIDs(d.Path(), d.lay.MessageIDs, len(msgs), ids); err != nil {
+		return 0, err
+	}
+	return d.pushBatchWait(ctx, msgs, ids)
+}
+
+func (d *Deque) tryPushBatch(msgs [][]byte, ids []uint64) (int, error) {
 	if err := d.batchFits(msgs); err != nil || len(msgs) == 0 {
 		return 0, err
 	}
 	d.ownerMu.Lock()
-	n, err := d.pushBatch(msgs)
+	n, err := d.pushBatch(msgs, ids)
 	d.ownerMu.Unlock()
 	if err == ErrFull {
 		d.fullHits.Add(1)
@@ -59,6 +78,10 @@ func (d *Deque) TryPushBatch(msgs [][]byte) (int, error) {
 // PushBatch is TryPushBatch waiting, while nothing fits, for room for at
 // least one message. It returns 0 and ctx's error if ctx ends first.
 func (d *Deque) PushBatch(ctx context.Context, msgs [][]byte) (int, error) {
+	return d.pushBatchWait(ctx, msgs, nil)
+}
+
+func (d *Deque) pushBatchWait(ctx context.Context, msgs [][]byte, ids []uint64) (int, error) {
 	if err := d.batchFits(msgs); err != nil || len(msgs) == 0 {
 		return 0, err
 	}
@@ -66,7 +89,7 @@ func (d *Deque) PushBatch(ctx context.Context, msgs [][]byte) (int, error) {
 	var err error
 	if werr := block(ctx, d.reg, d.notFullSeq, d.notFullW, d.fullHits, d.bottomSlot, d.healSlot, func() bool {
 		d.ownerMu.Lock()
-		n, err = d.pushBatch(msgs)
+		n, err = d.pushBatch(msgs, ids)
 		d.ownerMu.Unlock()
 		return err != ErrFull
 	}); werr != nil {
@@ -90,12 +113,16 @@ func (d *Deque) batchFits(msgs [][]byte) error {
 // pushBatch runs under ownerMu: run by run until all are pushed or a run
 // can push none, then it counts them and wakes thieves, once. ErrFull
 // only when it pushed nothing.
-func (d *Deque) pushBatch(msgs [][]byte) (int, error) {
+func (d *Deque) pushBatch(msgs [][]byte, ids []uint64) (int, error) {
 	n := 0
 	var err error
 	for n < len(msgs) {
 		var k int
-		if k, err = d.pushRun(msgs[n:]); err != nil {
+		var runIDs []uint64
+		if ids != nil {
+			runIDs = ids[n:]
+		}
+		if k, err = d.pushRun(msgs[n:], runIDs); err != nil {
 			break
 		}
 		n += k
@@ -130,7 +157,7 @@ func (d *Deque) pushBatch(msgs [][]byte) (int, error) {
 // own lap is published, whatever bottom says), and top may pass bottom by
 // as many; a repair after the owner's death counts in what is published
 // and releases the rest (fixBottom).
-func (d *Deque) pushRun(msgs [][]byte) (int, error) {
+func (d *Deque) pushRun(msgs [][]byte, ids []uint64) (int, error) {
 	b, err := d.claimBottom()
 	if err != nil {
 		return 0, err
@@ -154,9 +181,22 @@ func (d *Deque) pushRun(msgs [][]byte) (int, error) {
 		}
 	}
 	shm.CrashPoint(crashDequePushBatchAfterClaims)
+	var firstID uint64
+	if d.lay.MessageIDs && ids == nil {
+		// One number for each message of the run, taken at once (a death
+		// before they are published leaves a gap, as a single push's).
+		firstID = d.nextID.Add(k) - k + 1
+		shm.CrashPoint(crashDequePushBatchAfterIDs)
+	}
 	for j := uint64(0); j < k; j++ {
 		p := b + j
 		m := msgs[j]
+		switch {
+		case ids != nil:
+			d.setSlotID(p, ids[j])
+		case firstID != 0:
+			d.setSlotID(p, firstID+j)
+		}
 		copy(d.payload(p, uint32(len(m))), m)
 		// Release, as in pushBottom: the payload before the READY word.
 		storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(m)), Lap: d.lay.LapOf(p)}.Pack())
@@ -287,7 +327,7 @@ func (d *Deque) popBatchBottom(bufs [][]byte, lens []int) (int, error) {
 		case err == ErrEmpty && d.pending.Load() != 0:
 			// popBottom's way: a returned message (leased, never
 			// READING, which marks bottom pops), copied and freed.
-			lens[n], err = d.popReturned(bufs[n])
+			lens[n], _, err = d.popReturned(bufs[n])
 		case err == errTakeFromTop:
 			// pop's way: the newest message has been delivered too
 			// often; take from the top, where steals set poison aside.

@@ -33,6 +33,9 @@ var dequeHelper = proctest.Helper{Test: "TestDequeHelperProcess", Prefix: "deque
 //	repair   run Repair
 //	adopt    run Adopt
 //	thief    steal (Steal or, with LEASE=1, Claim+Ack) until id 0 ("got ID")
+//
+// In a deque with message ids, claim, hold and release also print
+// "msgid ID" (the lease's id) after each "got ID".
 func TestDequeHelperProcess(t *testing.T) { dequeHelper.Serve(dequeChild) }
 
 func dequeChild(role string) error {
@@ -95,6 +98,9 @@ func dequeChild(role string) error {
 				return err
 			}
 			fmt.Printf("got %d\n", id)
+			if d.MessageIDs() {
+				fmt.Printf("msgid %d\n", l.ID())
+			}
 			switch role {
 			case "hold":
 				shm.CrashPoint("test.lease.processing")

@@ -40,7 +40,7 @@ func fuzzDequeSeeds() [][]byte {
 	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 3, PID: 0x7ffffff0}.Pack(), 1, 0, 1} {
 		deadPeer = append(deadPeer, fuzzLE64(v)...)
 	}
-	return [][]byte{
+	seeds := [][]byte{
 		fuzzSeed(0, 0, make([]byte, 64)),                    // bottom and the owner's counters zeroed
 		fuzzSeed(layout.DequeOffTop, 0, fuzzLE64(1<<40)),    // top far past bottom
 		fuzzSeed(layout.DequeOffBottom, 0, fuzzLE64(1<<40)), // bottom far past top
@@ -69,12 +69,15 @@ func fuzzDequeSeeds() [][]byte {
 		fuzzSeed(layout.DequeOffNotEmptyW, fuzzBlocking, fuzzLE64(1)),
 		fuzzSeed(layout.OffKind, fuzzHeader, []byte{2}), // a ring's kind: does not open as a deque
 		fuzzSeed(layout.OffReady, fuzzHeader, make([]byte, 4)),
+		fuzzSeed(layout.DequeOffNextID, fuzzIDs, fuzzRepeat(0xff, 8)), // the id counter about to wrap
+		fuzzSeed(slot(3), fuzzIDs|fuzzShortBuf, word(layout.SlotWord{State: layout.SlotReady, Length: 56})),
 	}
+	return append(seeds, fuzzIDSeeds(slot, int(l.SlotSize))...)
 }
 
 func fuzzDequeOnce(t *testing.T, data []byte) {
 	path := ringPath(t)
-	d, err := CreateDeque(path, fuzzRingConfig)
+	d, err := CreateDeque(path, fuzzConfig(data[2]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +165,16 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 				if mode&fuzzShortBuf != 0 && k == 0 {
 					pb = buf[:1]
 				}
-				n, err := o.TryPop(pb)
+				n, id, err := o.TryPopID(pb)
 				bad("TryPop", err)
 				expect(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes", n)
+				expect(id == 0 || o.MessageIDs(), "TryPopID: id %d from a deque without ids", id)
 				step("TryClaim")
 				l, err := o.TryClaim()
 				bad("TryClaim", err)
 				if err == nil {
 					expect(len(l.Data()) <= maxN && l.Slot() < o.Capacity(), "lease of %d bytes in slot %d", len(l.Data()), l.Slot())
+					expect(l.ID() == 0 || o.MessageIDs(), "lease id %d from a deque without ids", l.ID())
 					if (k+int(mode))%2 == 0 {
 						bad("Ack", o.Ack(l))
 					} else {
@@ -224,6 +229,12 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 		for k := 0; k < 4; k++ {
 			step("owner TryPush")
 			bad("owner TryPush", d.TryPush([]byte{byte(k)}))
+			step("owner TryPushID")
+			if err := d.TryPushID([]byte{byte(k), 'i'}, uint64(k)+1); d.MessageIDs() {
+				bad("owner TryPushID", err)
+			} else {
+				expect(errors.Is(err, ErrNoMessageIDs), "TryPushID on a deque without ids: %v", err)
+			}
 			step("owner TryPop")
 			n, err := d.TryPop(buf)
 			bad("owner TryPop", err)
@@ -233,6 +244,12 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 			pn, err := d.TryPushBatch(msgs)
 			bad("owner TryPushBatch", err)
 			expect(pn >= 0 && pn <= len(msgs) && (err != ErrFull || pn == 0), "owner TryPushBatch pushed %d of %d (%v)", pn, len(msgs), err)
+			if d.MessageIDs() {
+				step("owner TryPushBatchID")
+				pn, err = d.TryPushBatchID(msgs[:2], []uint64{uint64(k) + 1, 1 << 63})
+				bad("owner TryPushBatchID", err)
+				expect(pn >= 0 && pn <= 2, "owner TryPushBatchID pushed %d of 2", pn)
+			}
 			step("owner TryPopBatch")
 			bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 4)
 			if mode&fuzzShortBuf != 0 && k == 0 {

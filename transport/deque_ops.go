@@ -35,12 +35,24 @@ const maxStaleRetries = 1 << 10
 // TryPush publishes msg at the bottom, or returns ErrFull. Only the owner
 // may push (ErrNotOwner otherwise). A message larger than MaxPayload is
 // refused with ErrTooLarge.
-func (d *Deque) TryPush(msg []byte) error {
+func (d *Deque) TryPush(msg []byte) error { return d.tryPush(msg, 0) }
+
+// TryPushID is TryPush with the message id given by the caller instead of
+// the deque's next number (see Ring.TryPushID): ErrNoMessageIDs in a
+// deque without ids, ErrZeroID for id 0.
+func (d *Deque) TryPushID(msg []byte, id uint64) error {
+	if err := d.idAllowed(id); err != nil {
+		return err
+	}
+	return d.tryPush(msg, id)
+}
+
+func (d *Deque) tryPush(msg []byte, id uint64) error {
 	if err := d.ownerCheck(len(msg)); err != nil {
 		return err
 	}
 	d.ownerMu.Lock()
-	err := d.pushBottom(msg)
+	err := d.pushBottom(msg, id)
 	d.ownerMu.Unlock()
 	if err == ErrFull {
 		d.fullHits.Add(1)
@@ -63,13 +75,24 @@ func (d *Deque) ownerCheck(n int) error {
 
 // pushBottom runs under ownerMu: claimBottom takes the position, then the
 // message is written, published (READY) and counted in (bottom).
-func (d *Deque) pushBottom(msg []byte) error {
+// In a deque with message ids it stamps id, or (id 0) the next number
+// of the deque's counter, taken after the claim: a death between the two
+// leaves the counter as it was; one after (deque.push.after-id) leaves a
+// gap, the claimed slot released by a repair like any half-done push.
+func (d *Deque) pushBottom(msg []byte, id uint64) error {
 	b, err := d.claimBottom()
 	if err != nil {
 		return err
 	}
 	shm.CrashPoint(crashDequePushAfterClaim)
 	w := d.slotWord(b)
+	if d.lay.MessageIDs {
+		if id == 0 {
+			id = d.nextID.Add(1)
+			shm.CrashPoint(crashDequePushAfterID)
+		}
+		d.setSlotID(b, id)
+	}
 	copy(d.payload(b, uint32(len(msg))), msg)
 	// Release: the payload is visible before the READY word, and the
 	// READY word before bottom moves past it (bottom's store is an XCHG:
@@ -186,23 +209,30 @@ func (d *Deque) claimBottom() (uint64, error) {
 // returns its length, or ErrEmpty. As with the ring, a popped message is
 // the caller's once TryPop returns (use Claim for at-least-once).
 func (d *Deque) TryPop(buf []byte) (int, error) {
-	n, err := d.pop(buf)
-	if err == ErrEmpty {
-		d.emptyHits.Add(1)
-	}
+	n, _, err := d.TryPopID(buf)
 	return n, err
 }
 
-func (d *Deque) pop(buf []byte) (int, error) {
+// TryPopID is TryPop returning the message's id too (0 in a deque
+// without message ids).
+func (d *Deque) TryPopID(buf []byte) (n int, id uint64, err error) {
+	n, id, err = d.pop(buf)
+	if err == ErrEmpty {
+		d.emptyHits.Add(1)
+	}
+	return n, id, err
+}
+
+func (d *Deque) pop(buf []byte) (int, uint64, error) {
 	if d.tab.Self == 0 {
-		return 0, ErrNotAttached
+		return 0, 0, ErrNotAttached
 	}
 	if d.owner.Load() {
 		d.ownerMu.Lock()
-		n, err := d.popBottom(buf)
+		n, id, err := d.popBottom(buf)
 		d.ownerMu.Unlock()
 		if err != errTakeFromTop {
-			return n, err
+			return n, id, err
 		}
 		if !d.owner.Load() {
 			return d.stealCopy(buf) // disowned meanwhile: a thief now
@@ -211,21 +241,21 @@ func (d *Deque) pop(buf []byte) (int, error) {
 		// the top, where steals set poison aside, until it is reached.
 		l, err := d.steal(layout.SlotLeased, len(buf))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		n = copy(buf, l.data)
 		d.free(l.slot, l.lap)
-		return n, nil
+		return n, l.id, nil
 	}
 	l, err := d.steal(layout.SlotReading, len(buf))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n := copy(buf, l.data)
 	shm.CrashPoint(crashDequeStealAfterCopy)
 	d.free(l.slot, l.lap)
 	d.stolen.Add(1)
-	return n, nil
+	return n, l.id, nil
 }
 
 // errTakeFromTop tells pop that the bottom message must not be popped there.
@@ -233,9 +263,9 @@ var errTakeFromTop = fmt.Errorf("transport: take from the top")
 
 // popBottom runs under ownerMu. A handle that is no longer the owner (a
 // Disown since the caller looked) takes from the top instead.
-func (d *Deque) popBottom(buf []byte) (int, error) {
+func (d *Deque) popBottom(buf []byte) (int, uint64, error) {
 	if !d.owner.Load() {
-		return 0, errTakeFromTop
+		return 0, 0, errTakeFromTop
 	}
 	for {
 		b := d.bottom.Load()
@@ -244,7 +274,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			if d.pending.Load() != 0 {
 				return d.popReturned(buf)
 			}
-			return 0, ErrEmpty
+			return 0, 0, ErrEmpty
 		}
 		p := b - 1
 		lap := d.lay.LapOf(p)
@@ -260,15 +290,15 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 		case diff == 0 && sw.State == layout.SlotReady:
 			if err := sw.Validate(&d.lay.SlotGeometry); err != nil {
 				d.bottom.Store(b)
-				return 0, d.corrupt(p, raw, err)
+				return 0, 0, d.corrupt(p, raw, err)
 			}
 			if uint32(sw.Deliveries) >= d.lay.DeliveryLimit {
 				d.bottom.Store(b)
-				return 0, errTakeFromTop
+				return 0, 0, errTakeFromTop
 			}
 			if int(sw.Length) > len(buf) {
 				d.bottom.Store(b)
-				return 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
+				return 0, 0, fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(buf))
 			}
 			taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: d.tab.Self, Length: sw.Length, Lap: lap}
 			if !w.CompareAndSwap(raw, taken.Pack()) {
@@ -277,6 +307,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			}
 			shm.CrashPoint(crashDequePopAfterTake)
 			n := copy(buf, d.payload(p, sw.Length))
+			id := d.slotID(p)
 			shm.CrashPoint(crashDequePopAfterCopy)
 			// Position p is free for the owner's next push.
 			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
@@ -287,7 +318,7 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 				// push at now.
 				d.wakeOwner()
 			}
-			return n, nil
+			return n, id, nil
 
 		case d.consumedAtTop(sw, diff) || (diff == 0 && sw.State == layout.SlotReading && sw.Owner == d.tab.Self):
 			// (READING by this handle at p is its own steal in flight,
@@ -313,25 +344,25 @@ func (d *Deque) popBottom(buf []byte) (int, error) {
 			if d.pending.Load() != 0 {
 				return d.popReturned(buf)
 			}
-			return 0, ErrEmpty
+			return 0, 0, ErrEmpty
 
 		default:
 			d.bottom.Store(b)
-			return 0, d.corrupt(p, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, p, lap))
+			return 0, 0, d.corrupt(p, raw, fmt.Errorf("%s slot at lap %d seen from bottom %d (lap %d)", sw.State, sw.Lap, p, lap))
 		}
 	}
 }
 
 // popReturned takes a returned message for the owner's pop: leased (never
 // READING, which marks the owner's bottom pops) and freed at once.
-func (d *Deque) popReturned(buf []byte) (int, error) {
+func (d *Deque) popReturned(buf []byte) (int, uint64, error) {
 	l, err := d.takeReturned(layout.SlotLeased, len(buf))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n := copy(buf, l.data)
 	d.free(l.slot, l.lap)
-	return n, nil
+	return n, l.id, nil
 }
 
 // consumedAtTop reports whether a slot word seen at position p (diff is its
@@ -439,7 +470,7 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			shm.CrashPoint(crashDequeStealAfterTake)
 			d.top.CompareAndSwap(t, t+1)
 			shm.CrashPoint(crashDequeStealAfterAdvance)
-			return Lease{slot: t & d.mask, lap: lap, data: d.payload(t, sw.Length), Deliveries: int(taken.Deliveries)}, nil
+			return Lease{slot: t & d.mask, lap: lap, data: d.payload(t, sw.Length), id: d.slotID(t), Deliveries: int(taken.Deliveries)}, nil
 
 		case d.consumedAtTop(sw, diff):
 			if sw.State == layout.SlotReading {
@@ -526,7 +557,7 @@ func (d *Deque) takeReturned(state layout.SlotState, room int) (Lease, error) {
 			continue
 		}
 		d.uncountReturned()
-		return Lease{slot: i, lap: sw.Lap, data: d.payload(i, sw.Length), Deliveries: int(taken.Deliveries)}, nil
+		return Lease{slot: i, lap: sw.Lap, data: d.payload(i, sw.Length), id: d.slotID(i), Deliveries: int(taken.Deliveries)}, nil
 	}
 	return Lease{}, ErrEmpty
 }

@@ -14,14 +14,24 @@ import (
 // Push publishes msg at the bottom, waiting while the deque is full (a
 // lease or poison in the slot the owner reaches next counts as full). Only
 // the owner may push.
-func (d *Deque) Push(ctx context.Context, msg []byte) error {
+func (d *Deque) Push(ctx context.Context, msg []byte) error { return d.pushWait(ctx, msg, 0) }
+
+// PushID is Push with the message id given by the caller (see TryPushID).
+func (d *Deque) PushID(ctx context.Context, msg []byte, id uint64) error {
+	if err := d.idAllowed(id); err != nil {
+		return err
+	}
+	return d.pushWait(ctx, msg, id)
+}
+
+func (d *Deque) pushWait(ctx context.Context, msg []byte, id uint64) error {
 	if err := d.ownerCheck(len(msg)); err != nil {
 		return err
 	}
 	var err error
 	if werr := block(ctx, d.reg, d.notFullSeq, d.notFullW, d.fullHits, d.bottomSlot, d.healSlot, func() bool {
 		d.ownerMu.Lock()
-		err = d.pushBottom(msg)
+		err = d.pushBottom(msg, id)
 		d.ownerMu.Unlock()
 		return err != ErrFull
 	}); werr != nil {
@@ -33,18 +43,25 @@ func (d *Deque) Push(ctx context.Context, msg []byte) error {
 // Pop waits for a message (the owner's newest, or a thief's oldest; see
 // TryPop) and copies it into buf.
 func (d *Deque) Pop(ctx context.Context, buf []byte) (int, error) {
+	n, _, err := d.PopID(ctx, buf)
+	return n, err
+}
+
+// PopID is Pop returning the message's id too (see TryPopID).
+func (d *Deque) PopID(ctx context.Context, buf []byte) (int, uint64, error) {
 	if d.tab.Self == 0 {
-		return 0, ErrNotAttached
+		return 0, 0, ErrNotAttached
 	}
 	var n int
+	var id uint64
 	var err error
 	if werr := block(ctx, d.reg, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
-		n, err = d.pop(buf)
+		n, id, err = d.pop(buf)
 		return err != ErrEmpty
 	}); werr != nil {
-		return 0, werr
+		return 0, 0, werr
 	}
-	return n, err
+	return n, id, err
 }
 
 // Steal is Pop for a thief's role whoever calls it: it waits for the
@@ -56,7 +73,7 @@ func (d *Deque) Steal(ctx context.Context, buf []byte) (int, error) {
 	var n int
 	var err error
 	if werr := block(ctx, d.reg, d.notEmptySeq, d.notEmptyW, d.emptyHits, d.topSlot, d.healSlot, func() bool {
-		n, err = d.stealCopy(buf)
+		n, _, err = d.stealCopy(buf)
 		return err != ErrEmpty
 	}); werr != nil {
 		return 0, werr
@@ -70,7 +87,7 @@ func (d *Deque) TrySteal(buf []byte) (int, error) {
 	if d.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
-	n, err := d.stealCopy(buf)
+	n, _, err := d.stealCopy(buf)
 	if err == ErrEmpty {
 		d.emptyHits.Add(1)
 	}
@@ -79,19 +96,19 @@ func (d *Deque) TrySteal(buf []byte) (int, error) {
 
 // stealCopy steals into buf. The owner's handle steals under a lease (its
 // READING stamp marks pops at the bottom).
-func (d *Deque) stealCopy(buf []byte) (int, error) {
+func (d *Deque) stealCopy(buf []byte) (int, uint64, error) {
 	state := layout.SlotReading
 	if d.owner.Load() {
 		state = layout.SlotLeased
 	}
 	l, err := d.steal(state, len(buf))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n := copy(buf, l.data)
 	d.free(l.slot, l.lap)
 	d.stolen.Add(1)
-	return n, nil
+	return n, l.id, nil
 }
 
 // Claim waits for the oldest message and leases it (see TryClaim).

@@ -94,6 +94,26 @@
 // by position, exactly as single calls are (docs/design.md, "Batch
 // calls", and the deque's).
 //
+// # Message ids
+//
+// A ring or deque created with RingConfig.MessageIDs (DequeConfig is the
+// same type; ringctl create --msg-ids) gives every message a 64-bit id,
+// kept in the last 8 bytes of its slot, so a slot carries 8 bytes less
+// payload (48 of a 64-byte slot). Without it (the default) nothing
+// changes, and the id calls refuse with ErrNoMessageIDs. A ring's plain
+// push (TryPush, Push, a batch, a loan) stamps its position+1; TryPushID,
+// PushID, TryPushBatchID, PushBatchID (and Loan.SetID) stamp the
+// caller's, which must not be 0 (ErrZeroID). A deque numbers its pushes from a counter in the file (its
+// positions are reused when the owner pops back). TryPopID, PopID,
+// Lease.ID (TryClaim, Claim, the claim batches) and Peek report the id;
+// the plain pop batches do not (claim instead). A message that is
+// redelivered (a repair requeues a dead holder's message, or a Release)
+// keeps its id: with the file's id (FileID) it names the message across
+// crashes, repairs and re-creations of the file, which is what a consumer
+// or a bridge needs to drop a duplicate. Ids are unique within a file
+// only as far as callers of TryPushID keep theirs apart from position
+// ids; a deque push killed after taking its number leaves a gap.
+//
 // What transport is not: it does not schedule (sched/* does), does not lay
 // bytes out (layout does), and has no notion of processes beyond the
 // participant table (shm proves deaths).

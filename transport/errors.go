@@ -24,4 +24,6 @@ var (
 	ErrNotOwner        = errors.New("transport: only the deque's owner may do this")
 	ErrOwnerAlive      = errors.New("transport: the deque's owner is alive")
 	ErrNotFound        = errors.New("transport: key not found")
+	ErrNoMessageIDs    = errors.New("transport: file created without message ids")
+	ErrZeroID          = errors.New("transport: message id 0 is reserved (it means none)")
 )

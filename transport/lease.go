@@ -8,8 +8,14 @@ type Lease struct {
 	slot       uint64
 	lap        uint32
 	data       []byte
+	id         uint64
 	Deliveries int // times this message has been handed out, this one included
 }
+
+// ID returns the message's id (see Ring.MessageIDs), 0 in a file without
+// message ids. A message redelivered after a repair requeued it keeps its
+// id: the same message, delivered again.
+func (l *Lease) ID() uint64 { return l.id }
 
 // Data returns the leased message. It aliases the mapping: copy what must
 // outlive Ack.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -16,6 +17,12 @@ type RingConfig struct {
 	SlotSize      uint32 // bytes per slot, a multiple of 64 (default 64: 56-byte payload)
 	Participants  uint32 // size of the participant table (default 64)
 	DeliveryLimit uint32 // deliveries after which a message is poison (default 5, at most 15)
+	// MessageIDs gives every message a 64-bit id, kept in the last 8
+	// bytes of its slot (so a slot holds 8 bytes less payload: 48 of a
+	// 64-byte slot) and kept when a repair requeues the message. Chosen
+	// at creation (the file's option bit, docs/format.md); off by
+	// default. See Ring.MessageIDs.
+	MessageIDs bool
 }
 
 func (c RingConfig) geometry() layout.Geometry {
@@ -28,14 +35,23 @@ func (c RingConfig) geometry() layout.Geometry {
 	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = layout.RingDefaultDeliveries
 	}
-	return layout.RingGeometry(c.Capacity, c.SlotSize, c.Participants, c.DeliveryLimit)
+	var opts uint32
+	if c.MessageIDs {
+		opts |= layout.RingOptMessageIDs
+	}
+	return layout.RingGeometryWith(c.Capacity, c.SlotSize, c.Participants, c.DeliveryLimit, opts)
 }
 
-// SlotSizeFor returns the smallest slot size whose payload holds n bytes.
+// SlotSizeFor returns the smallest slot size whose payload holds n bytes
+// (without message ids; SlotSizeForIDs with them).
 func SlotSizeFor(n int) uint32 {
 	s := (uint32(n) + layout.RingSlotWordSize + layout.CacheLine - 1) &^ (layout.CacheLine - 1)
 	return max(s, layout.RingMinSlotSize)
 }
+
+// SlotSizeForIDs returns the smallest slot size whose payload holds n
+// bytes in a ring or deque with message ids (RingConfig.MessageIDs).
+func SlotSizeForIDs(n int) uint32 { return SlotSizeFor(n + layout.RingSlotIDSize) }
 
 // Ring is a bounded multi-producer multi-consumer queue of fixed-size slots
 // in a mapped file, shared by any number of goroutines and processes. A Ring
@@ -180,6 +196,19 @@ func attachRegion(reg *shm.Region) (*Ring, error) {
 // id is 1.
 func (r *Ring) NextID() uint64 { return r.correlation.Add(1) }
 
+// MessageIDs reports whether the ring's messages carry ids (created with
+// RingConfig.MessageIDs): then a push stamps each message with an id
+// (TryPush: its position+1, unique in this file; TryPushID: the caller's),
+// which pops (TryPopID), leases (Lease.ID) and Peek report and which a
+// repair that requeues the message keeps. With FileID it names a message
+// uniquely across re-creations of the file.
+func (r *Ring) MessageIDs() bool { return r.lay.MessageIDs }
+
+// FileID returns the file's id (layout.FileID: from its creation time
+// and creator), the same as ID: the half of a global message name that a
+// message id (Lease.ID) is unique within.
+func (r *Ring) FileID() uint64 { return r.id }
+
 // Close releases this participant's leases back to the ring, rolls back
 // the loans it still holds (as Abort does: their Data must not be touched
 // afterwards), detaches from the participant table and unmaps the file.
@@ -245,6 +274,34 @@ func (r *Ring) Counters() Counters {
 // value, never an index read from the mapping.
 func (r *Ring) slot(i uint64) unsafe.Pointer {
 	return unsafe.Add(r.slots, (i&r.mask)*r.lay.SlotSize)
+}
+
+// idWord returns the message id of the slot at address s (from slot):
+// its last 8 bytes, little-endian (an 8-aligned word: slots are 64-byte
+// aligned and sized). Meaningful only in a file with message ids; the
+// id is written and read only by whoever holds the slot (as its payload
+// is), or copied by Peek and checked stable against the slot word.
+func idWord(s unsafe.Pointer, g *layout.SlotGeometry) *[8]byte {
+	return (*[8]byte)(unsafe.Add(s, g.IDOff()))
+}
+
+// loadID reads the message id of the slot at address s.
+func loadID(s unsafe.Pointer, g *layout.SlotGeometry) uint64 {
+	return binary.LittleEndian.Uint64(idWord(s, g)[:])
+}
+
+// storeID writes the message id of the slot at address s.
+func storeID(s unsafe.Pointer, g *layout.SlotGeometry, id uint64) {
+	binary.LittleEndian.PutUint64(idWord(s, g)[:], id)
+}
+
+// leaseID is the id a lease of position i reports: its slot's id, 0 in a
+// file without ids.
+func (r *Ring) leaseID(i uint64) uint64 {
+	if !r.lay.MessageIDs {
+		return 0
+	}
+	return loadID(r.slot(i), &r.lay.SlotGeometry)
 }
 
 // slotWord returns the atomic word of slot i (see slot).

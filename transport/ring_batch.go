@@ -27,7 +27,47 @@ import (
 // runs, but a batch's messages are never reordered. Each is published as
 // soon as it is written: consumers may take the first before the last is
 // written.
-func (r *Ring) TryPushBatch(msgs [][]byte) (int, error) {
+func (r *Ring) TryPushBatch(msgs [][]byte) (int, error) { return r.tryPushBatch(msgs, nil) }
+
+// TryPushBatchID is TryPushBatch stamping msgs[i] with ids[i] (see
+// TryPushID): the ring must have message ids (ErrNoMessageIDs), ids must
+// be as long as msgs and hold no 0 (ErrInvalidConfig, ErrZeroID: nothing
+// is pushed). The first n ids went with the n messages pushed.
+func (r *Ring) TryPushBatchID(msgs [][]byte, ids []uint64) (int, error) {
+	if err := batchIDs(r.Path(), r.lay.MessageIDs, len(msgs), ids); err != nil {
+		return 0, err
+	}
+	return r.tryPushBatch(msgs, ids)
+}
+
+// PushBatchID is PushBatch stamping msgs[i] with ids[i] (see
+// TryPushBatchID).
+func (r *Ring) PushBatchID(ctx context.Context, msgs [][]byte, ids []uint64) (int, error) {
+	if err := batchIDs(r.Path(), r.lay.MessageIDs, len(msgs), ids); err != nil {
+		return 0, err
+	}
+	return r.pushBatchWait(ctx, msgs, ids)
+}
+
+// batchIDs refuses the ids of a push batch (the ring's or the deque's) of
+// n messages: a file without ids, a count that differs, an id 0.
+func batchIDs(path string, has bool, n int, ids []uint64) error {
+	if !has {
+		return fmt.Errorf("%w: %s", ErrNoMessageIDs, path)
+	}
+	if len(ids) != n {
+		return fmt.Errorf("%w: %s: %d ids for a batch of %d messages; nothing pushed", ErrInvalidConfig, path, len(ids), n)
+	}
+	for i, id := range ids {
+		if id == 0 {
+			return fmt.Errorf("%w: %s: id %d of the batch; nothing pushed", ErrZeroID, path, i)
+		}
+	}
+	return nil
+}
+
+// tryPushBatch is TryPushBatch stamping ids (nil: the positions').
+func (r *Ring) tryPushBatch(msgs [][]byte, ids []uint64) (int, error) {
 	if r.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
@@ -37,7 +77,7 @@ func (r *Ring) TryPushBatch(msgs [][]byte) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	n, err := r.pushBatch(msgs)
+	n, err := r.pushBatch(msgs, ids)
 	if err == ErrFull {
 		r.fullHits.Add(1)
 	}
@@ -47,6 +87,11 @@ func (r *Ring) TryPushBatch(msgs [][]byte) (int, error) {
 // PushBatch is TryPushBatch waiting, while nothing fits, for room for at
 // least one message. It returns 0 and ctx's error if ctx ends first.
 func (r *Ring) PushBatch(ctx context.Context, msgs [][]byte) (int, error) {
+	return r.pushBatchWait(ctx, msgs, nil)
+}
+
+// pushBatchWait is PushBatch stamping ids (nil: the positions').
+func (r *Ring) pushBatchWait(ctx context.Context, msgs [][]byte, ids []uint64) (int, error) {
 	if r.tab.Self == 0 {
 		return 0, ErrNotAttached
 	}
@@ -59,7 +104,7 @@ func (r *Ring) PushBatch(ctx context.Context, msgs [][]byte) (int, error) {
 	var n int
 	var err error
 	if werr := block(ctx, r.reg, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, r.healSlot, func() bool {
-		n, err = r.pushBatch(msgs)
+		n, err = r.pushBatch(msgs, ids)
 		return err != ErrFull
 	}); werr != nil {
 		return 0, werr // no try got through: nothing was pushed
@@ -85,13 +130,18 @@ func batchSizes(path string, limit uint64, msgs [][]byte) error {
 
 // pushBatch pushes msgs run by run until all are pushed or a run can push
 // none, then counts them and wakes consumers, once. ErrFull only when it
-// pushed nothing.
-func (r *Ring) pushBatch(msgs [][]byte) (int, error) {
+// pushed nothing. ids, when not nil, are the messages' ids (msgs[i]'s is
+// ids[i]); nil stamps the positions'.
+func (r *Ring) pushBatch(msgs [][]byte, ids []uint64) (int, error) {
 	n := 0
 	var err error
 	for n < len(msgs) {
 		var k int
-		if k, err = r.pushRun(msgs[n:]); err != nil {
+		var runIDs []uint64
+		if ids != nil {
+			runIDs = ids[n:]
+		}
+		if k, err = r.pushRun(msgs[n:], runIDs); err != nil {
 			break
 		}
 		n += k
@@ -124,7 +174,7 @@ func (r *Ring) pushBatch(msgs [][]byte) (int, error) {
 //
 // Then the tail is moved past the run once (others may have helped it on
 // already), and each message is written and published in turn.
-func (r *Ring) pushRun(msgs [][]byte) (int, error) {
+func (r *Ring) pushRun(msgs [][]byte, ids []uint64) (int, error) {
 	t, err := r.claimTail()
 	if err != nil {
 		return 0, err
@@ -142,6 +192,13 @@ func (r *Ring) pushRun(msgs [][]byte) (int, error) {
 		p := t + j
 		m := msgs[j]
 		copy(r.payload(p, uint32(len(m))), m)
+		if r.lay.MessageIDs {
+			id := p + 1 // as push stamps a position's id
+			if ids != nil {
+				id = ids[j]
+			}
+			storeID(r.slot(p), &r.lay.SlotGeometry, id)
+		}
 		// Release, as in push: the payload before the READY word.
 		storeRelease((*uint64)(unsafe.Pointer(r.slotWord(p))), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(m)), Lap: r.lay.LapOf(p)}.Pack())
 		if j+1 < k {
@@ -369,7 +426,7 @@ func (r *Ring) claimRun(leases []Lease) (int, error) {
 	// Leases are built in place, as claim builds its own: a helper
 	// returning the Lease, even inlined, made TryClaim+Ack 7 ns slower
 	// (the struct went through the stack twice).
-	leases[0] = Lease{slot: h & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(h, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
+	leases[0] = Lease{slot: h & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(h, layout.SlotLengthOf(taken)), id: r.leaseID(h), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	k := 1
 	for most := min(len(leases), int(r.lay.Capacity)); k < most; k++ {
 		p := h + uint64(k)
@@ -377,7 +434,7 @@ func (r *Ring) claimRun(leases []Lease) (int, error) {
 		if !ok {
 			break
 		}
-		leases[k] = Lease{slot: p & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(p, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}
+		leases[k] = Lease{slot: p & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(p, layout.SlotLengthOf(taken)), id: r.leaseID(p), Deliveries: int(layout.SlotDeliveriesOf(taken))}
 	}
 	shm.CrashPoint(crashRingClaimBatchAfterTake)
 	advance(r.head, h, h+uint64(k))

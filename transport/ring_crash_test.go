@@ -26,12 +26,16 @@ var ringHelper = proctest.Helper{Test: "TestRingHelperProcess", Prefix: "ring-"}
 //
 //	producer        push ids FIRST..FIRST+COUNT-1, print "ok ID" after each
 //	pop             pop until empty, print "got ID" after each
+//	popid           pop as pop does, with TryPopID (prints "msgid ID")
 //	claim           claim, print "got ID", ack, print "acked ID"
 //	hold            claim one message, print "got ID", die while holding it
 //	claimall        lease every message in the ring, print "got ID" for
 //	                each, then die (test.lease.all-held) holding them all
 //	repair          run Repair
 //	attach          attach and exit
+//
+// In a ring with message ids, pop, claim, hold and claimall also print
+// "msgid ID" (the message's id) after each "got ID".
 func TestRingHelperProcess(t *testing.T) { ringHelper.Serve(ringChild) }
 
 func ringChild(role string) error {
@@ -69,6 +73,23 @@ func ringChild(role string) error {
 			}
 			fmt.Printf("got %d\n", id)
 		}
+	case "popid":
+		// pop, one message at a time with TryPopID, printing its id.
+		buf := make([]byte, r.MaxPayload())
+		for {
+			n, mid, err := r.TryPopID(buf)
+			if err == ErrEmpty {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			id, err := decodeMsg(buf[:n])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("got %d\nmsgid %d\n", id, mid)
+		}
 	case "claim", "hold":
 		for {
 			l, err := r.TryClaim()
@@ -83,6 +104,9 @@ func ringChild(role string) error {
 				return err
 			}
 			fmt.Printf("got %d\n", id)
+			if r.MessageIDs() {
+				fmt.Printf("msgid %d\n", l.ID())
+			}
 			if role == "hold" {
 				shm.CrashPoint("test.lease.processing")
 			}
@@ -102,6 +126,9 @@ func ringChild(role string) error {
 			}
 			id, _ := decodeMsg(l.Data())
 			fmt.Printf("got %d\n", id)
+			if r.MessageIDs() {
+				fmt.Printf("msgid %d\n", l.ID())
+			}
 		}
 		shm.CrashPoint("test.lease.all-held")
 		return errors.New("passed test.lease.all-held: not armed")

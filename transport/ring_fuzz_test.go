@@ -24,7 +24,7 @@ import (
 //
 //	[0:2]  little-endian offset of the patch, modulo the target's size
 //	[2]    mode bits (fuzzHeader, fuzzRelease, fuzzShortBuf, fuzzBlocking,
-//	       fuzzLoan)
+//	       fuzzLoan, fuzzIDs)
 //	[3:]   bytes written at that offset (cut at the target's end)
 //
 // The target is the ring's area (control words, participant table, slots),
@@ -48,11 +48,33 @@ const (
 	fuzzShortBuf = 0x02 // pop into a short buffer first
 	fuzzBlocking = 0x04 // also call the blocking Push, Pop, Claim and Loan with a short deadline
 	fuzzLoan     = 0x08 // the creator holds a loan (slot 4) across the patch, then publishes it (aborts it with fuzzRelease)
+	fuzzIDs      = 0x10 // the file has message ids (RingConfig.MessageIDs): the patch may hit id words
 
 	fuzzDeadline = 2 * time.Second // longest any single call may take
 )
 
 var fuzzRingConfig = RingConfig{Capacity: 8, SlotSize: 64, Participants: 4, DeliveryLimit: 3}
+
+// fuzzConfig is fuzzRingConfig with message ids when mode asks for them.
+func fuzzConfig(mode byte) RingConfig {
+	c := fuzzRingConfig
+	c.MessageIDs = mode&fuzzIDs != 0
+	return c
+}
+
+// fuzzIDSeeds are seeds for a file with message ids: its id words (the
+// last 8 bytes of each slot) and its option word patched.
+func fuzzIDSeeds(slot func(uint64) int, slotSize int) [][]byte {
+	id := func(i uint64) int { return slot(i) + slotSize - 8 }
+	return [][]byte{
+		fuzzSeed(id(2), fuzzIDs, fuzzLE64(0)),                     // a published message with id 0
+		fuzzSeed(id(0), fuzzIDs|fuzzRelease, fuzzRepeat(0xff, 8)), // the creator's lease with id 2^64-1
+		fuzzSeed(id(3)-4, fuzzIDs|fuzzShortBuf, fuzzRepeat(0xa5, 16)),
+		fuzzSeed(layout.OffParam2, fuzzHeader|fuzzIDs, []byte{0}),       // the option cleared (checksum now wrong)
+		fuzzSeed(layout.OffParam2, fuzzHeader, []byte{1}),               // the option set on a file without ids
+		fuzzSeed(layout.OffParam2, fuzzHeader|fuzzIDs, []byte{3, 0, 0}), // an unknown option bit
+	}
+}
 
 // fuzzRingLayout is the layout of fuzzRingConfig, for building seeds.
 func fuzzRingLayout() layout.RingLayout {
@@ -92,7 +114,7 @@ func fuzzRingSeeds() [][]byte {
 		deadPeer = append(deadPeer, fuzzLE64(v)...) // ctl, start, boot, attached
 	}
 	word := func(w layout.SlotWord) []byte { return fuzzLE64(w.Pack()) }
-	return [][]byte{
+	seeds := [][]byte{
 		fuzzSeed(0, 0, make([]byte, 64)),                                                   // zero the producers' line
 		fuzzRepeat(0xff, 64),                                                               // header mode, all ones
 		fuzzSeed(0, 0, fuzzRepeat(0xff, 64)),                                               // tail, pushed... all ones
@@ -135,7 +157,10 @@ func fuzzRingSeeds() [][]byte {
 		fuzzSeed(slot(4), fuzzLoan|fuzzRelease, word(layout.SlotWord{State: layout.SlotWriting, Owner: 2})),
 		fuzzSeed(slot(4), fuzzLoan|fuzzBlocking, word(layout.SlotWord{State: layout.SlotWriting, Owner: 1, Length: 1000})),
 		fuzzSeed(layout.RingOffTail, fuzzLoan, fuzzLE64(4)), // the tail back at the loan
+		fuzzSeed(slot(4), fuzzLoan|fuzzIDs, word(layout.SlotWord{State: layout.SlotReady, Length: 48})),
+		fuzzSeed(slot(2), fuzzIDs, word(layout.SlotWord{State: layout.SlotReady, Length: 56})), // fits without ids, not with
 	}
+	return append(seeds, fuzzIDSeeds(slot, int(l.SlotSize))...)
 }
 
 // fuzzErrs are the errors ring operations may return on corrupt memory.
@@ -160,7 +185,7 @@ func fuzzErrOK(err error, also ...error) bool {
 
 func fuzzRingOnce(t *testing.T, data []byte) {
 	path := ringPath(t)
-	r, err := CreateRing(path, fuzzRingConfig)
+	r, err := CreateRing(path, fuzzConfig(data[2]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,15 +272,22 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 
 				step("TryPush")
 				bad("TryPush", o.TryPush([]byte{byte(k), 'x'}))
+				step("TryPushID")
+				if err := o.TryPushID([]byte{byte(k), 'i'}, uint64(k)<<32|7); o.MessageIDs() {
+					bad("TryPushID", err)
+				} else {
+					expect(errors.Is(err, ErrNoMessageIDs), "TryPushID on a ring without ids: %v", err)
+				}
 
 				step("TryPop")
 				pb := buf
 				if mode&fuzzShortBuf != 0 && k == 0 {
 					pb = buf[:1]
 				}
-				n, err := o.TryPop(pb)
+				n, id, err := o.TryPopID(pb)
 				bad("TryPop", err)
 				expect(n >= 0 && n <= maxN && n <= len(pb), "TryPop returned %d bytes (max payload %d)", n, maxN)
+				expect(id == 0 || o.MessageIDs(), "TryPopID: id %d from a ring without ids", id)
 
 				step("TryClaim")
 				l, err := o.TryClaim()
@@ -264,6 +296,7 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 					expect(len(l.Data()) <= maxN, "lease of %d bytes (max payload %d)", len(l.Data()), maxN)
 					expect(l.Deliveries >= 1 && l.Deliveries <= layout.RingMaxDeliveryLimit, "lease delivered %d times", l.Deliveries)
 					expect(l.Slot() < o.Capacity(), "lease slot %d", l.Slot())
+					expect(l.ID() == 0 || o.MessageIDs(), "lease id %d from a ring without ids", l.ID())
 					if (k+int(mode))%2 == 0 {
 						step("Ack")
 						bad("Ack", o.Ack(l))
@@ -436,6 +469,12 @@ func fuzzBatchOps(o *Ring, mode byte, k int, step func(string), bad func(string,
 	pn, err := o.TryPushBatch(msgs)
 	bad("TryPushBatch", err)
 	expect(pn >= 0 && pn <= len(msgs) && (err != ErrFull || pn == 0), "TryPushBatch pushed %d of %d (%v)", pn, len(msgs), err)
+	if o.MessageIDs() {
+		step("TryPushBatchID")
+		pn, err = o.TryPushBatchID(msgs[:2], []uint64{uint64(k) + 1, 1 << 63})
+		bad("TryPushBatchID", err)
+		expect(pn >= 0 && pn <= 2, "TryPushBatchID pushed %d of 2", pn)
+	}
 
 	step("TryPopBatch")
 	bufs, lens := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64)}, make([]int, 3)

@@ -107,7 +107,29 @@ func (r *Ring) lent(t uint64, n int) Loan {
 	r.tail.CompareAndSwap(t, t+1)
 	shm.CrashPoint(crashRingLoanAfterAdvance)
 	off := r.lay.SlotOff(t&r.mask) + layout.RingSlotWordSize
+	if r.lay.MessageIDs {
+		// The position's id, as a push stamps it, written now while the
+		// slot is certainly ours (WRITING(me)): Publish's CAS may find the
+		// loan over, and must then have written nothing. SetID changes it.
+		storeID(r.slot(t), &r.lay.SlotGeometry, t+1)
+	}
 	return Loan{r: r, pos: t, data: r.area[off : off+uint64(n) : off+uint64(n)]}
+}
+
+// SetID gives the loan's message the id id instead of the position+1
+// the loan took (see TryPushID): the ring must have message ids
+// (ErrNoMessageIDs) and id must not be 0 (ErrZeroID). Like writing into
+// Data, it is allowed only while the loan is held: before Publish,
+// PublishN or Abort.
+func (l *Loan) SetID(id uint64) error {
+	if l.r == nil {
+		return fmt.Errorf("%w: not a loan from TryLoan or Loan", ErrLeaseLost)
+	}
+	if err := l.r.idAllowed(id); err != nil {
+		return err
+	}
+	storeID(l.r.slot(l.pos), &l.r.lay.SlotGeometry, id)
+	return nil
 }
 
 // Publish sends the loan's message: all of Data, as it is now. From then

@@ -18,30 +18,42 @@ import (
 //
 // TryPop is small enough to inline into its caller (it is popAs): the
 // call it saves is measurable on the per-message path (docs/bench.md).
-func (r *Ring) TryPop(buf []byte) (int, error) { return r.popAs(buf, true) }
+func (r *Ring) TryPop(buf []byte) (int, error) {
+	n, _, err := r.popAs(buf, true)
+	return n, err
+}
+
+// TryPopID is TryPop returning the message's id too: the id its push
+// stamped (see Ring.MessageIDs), 0 in a ring without message ids.
+func (r *Ring) TryPopID(buf []byte) (n int, id uint64, err error) { return r.popAs(buf, true) }
 
 // pop is TryPop without counting an empty ring (Pop counts its waits
 // itself). It inlines.
-func (r *Ring) pop(buf []byte) (int, error) { return r.popAs(buf, false) }
+func (r *Ring) pop(buf []byte) (int, uint64, error) { return r.popAs(buf, false) }
 
 // popAs is the plain consumer's state machine; try counts an empty ring
-// (TryPop's part).
-func (r *Ring) popAs(buf []byte, try bool) (int, error) {
+// (TryPop's part). It returns the message's length and id (0 without
+// message ids).
+func (r *Ring) popAs(buf []byte, try bool) (int, uint64, error) {
 	if r.tab.Self == 0 {
-		return 0, ErrNotAttached
+		return 0, 0, ErrNotAttached
 	}
 	i, taken, err := r.take(layout.SlotReading, len(buf))
 	if err != nil {
 		if try && err == ErrEmpty {
 			r.emptyHits.Add(1)
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	shm.CrashPoint(crashRingPopAfterTake)
 	r.head.CompareAndSwap(i, i+1)
 	shm.CrashPoint(crashRingPopAfterAdvance)
 	s := r.slot(i)
 	n := copy(buf, payloadAt(s, r.lay.PayloadMax(), layout.SlotLengthOf(taken)))
+	var id uint64
+	if r.lay.MessageIDs {
+		id = loadID(s, &r.lay.SlotGeometry) // read while the slot is ours, as the payload
+	}
 	shm.CrashPoint(crashRingPopAfterCopy)
 	// A release store (the copy out is done before it); the locked add
 	// on popped orders it before notFullW's load, as in push.
@@ -50,7 +62,7 @@ func (r *Ring) popAs(buf []byte, try bool) (int, error) {
 	if r.notFullW.Load() != 0 {
 		r.wakeProducers()
 	}
-	return n, nil
+	return n, id, nil
 }
 
 // TryClaim leases the next message, or returns ErrEmpty. A message already
@@ -70,7 +82,7 @@ func (r *Ring) TryClaim() (Lease, error) {
 	// through the stack, stored field by field and copied in 16-byte
 	// moves (a store-forwarding stall on every claim); so did one
 	// built by a helper, even inlined.
-	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
+	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), id: r.leaseID(i), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
 }
 
 // claim is TryClaim without counting an empty ring (Claim counts its
@@ -80,7 +92,7 @@ func (r *Ring) claim() (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
+	return Lease{slot: i & r.mask, lap: layout.SlotLapOf(taken), data: r.payload(i, layout.SlotLengthOf(taken)), id: r.leaseID(i), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
 }
 
 // claimAt is the claim's state machine: it leases the message at the

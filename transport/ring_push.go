@@ -12,7 +12,31 @@ import (
 //
 // TryPush is small enough to inline into its caller (it is pushAs): the
 // call it saves is measurable on the per-message path (docs/bench.md).
-func (r *Ring) TryPush(msg []byte) error { return r.pushAs(msg, 0, true) }
+func (r *Ring) TryPush(msg []byte) error { return r.pushAs(msg, 0, 0, true) }
+
+// TryPushID is TryPush with the message id given by the caller instead
+// of the position+1 TryPush stamps (a bridge carries an id from
+// elsewhere: a JetStream stream sequence). The ring must have message
+// ids (ErrNoMessageIDs otherwise) and id must not be 0 (ErrZeroID): 0
+// means none. The ring does not check that ids are unique: mixing
+// TryPush and TryPushID in one ring may repeat one.
+func (r *Ring) TryPushID(msg []byte, id uint64) error {
+	if err := r.idAllowed(id); err != nil {
+		return err
+	}
+	return r.pushAs(msg, 0, id, true)
+}
+
+// idAllowed refuses an id call on a ring without message ids, and id 0.
+func (r *Ring) idAllowed(id uint64) error {
+	if !r.lay.MessageIDs {
+		return fmt.Errorf("%w: %s", ErrNoMessageIDs, r.Path())
+	}
+	if id == 0 {
+		return fmt.Errorf("%w: %s", ErrZeroID, r.Path())
+	}
+	return nil
+}
 
 func (r *Ring) tooLarge(n int) error {
 	return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, r.Path(), n, r.lay.PayloadMax())
@@ -20,14 +44,17 @@ func (r *Ring) tooLarge(n int) error {
 
 // push is pushAs for callers that checked the handle and msg's length
 // themselves and count a full ring their own way: Push, and a repair's
-// requeue (deliveries kept). It inlines.
-func (r *Ring) push(msg []byte, deliveries uint8) error { return r.pushAs(msg, deliveries, false) }
+// requeue (deliveries and id kept). It inlines.
+func (r *Ring) push(msg []byte, deliveries uint8, id uint64) error {
+	return r.pushAs(msg, deliveries, id, false)
+}
 
 // pushAs is the producer's state machine. Every step that can be
 // interrupted by a SIGKILL leaves a slot word that names its owner: see
 // docs/design.md. try is TryPush's part: refuse a detached handle and a
-// message larger than MaxPayload, and count a full ring.
-func (r *Ring) pushAs(msg []byte, deliveries uint8, try bool) error {
+// message larger than MaxPayload, and count a full ring. id is the
+// message id to stamp in a ring with ids, 0 for the position's (+1).
+func (r *Ring) pushAs(msg []byte, deliveries uint8, id uint64, try bool) error {
 	if try {
 		if r.tab.Self == 0 {
 			return ErrNotAttached
@@ -56,6 +83,16 @@ func (r *Ring) pushAs(msg []byte, deliveries uint8, try bool) error {
 	// msg fits: TryPush and Push check it against MaxPayload, a repair
 	// pushes a validated length (payload checks it once more).
 	copy(payloadAt(s, r.lay.PayloadMax(), uint32(len(msg))), msg)
+	if r.lay.MessageIDs {
+		// The id is part of what the slot holds while WRITING: written
+		// with the payload, published by the same READY store, so a
+		// death before it leaves an orphaned write whose id nobody sees.
+		// The position's id costs no atomic: the position is ours.
+		if id == 0 {
+			id = t + 1
+		}
+		storeID(s, &r.lay.SlotGeometry, id)
+	}
 	shm.CrashPoint(crashRingPushAfterWrite)
 	// Release: the payload is visible before the READY word is. A
 	// release store, not an XCHG: the locked add on pushed below orders

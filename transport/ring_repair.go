@@ -293,7 +293,9 @@ func (r *Ring) recoverSlot(i, raw uint64, sw layout.SlotWord) (recovered, error)
 		// Deliver it again: a copy at the tail is seen soon. Without room,
 		// the message is re-published in place only where that is
 		// immediately deliverable, and deferred otherwise.
-		err := r.push(r.payload(i, sw.Length), sw.Deliveries)
+		// The copy keeps the message id (0 in a ring without ids): a
+		// redelivered message is the same message.
+		err := r.push(r.payload(i, sw.Length), sw.Deliveries, r.leaseID(i))
 		if err == ErrFull {
 			// The failed push may have burned past this very lease (its
 			// lap moved on with the tail): judge the slot as it is now,

@@ -12,7 +12,18 @@ import (
 
 // Push publishes msg, waiting while the ring is full. It returns ctx's error
 // if ctx ends first.
-func (r *Ring) Push(ctx context.Context, msg []byte) error {
+func (r *Ring) Push(ctx context.Context, msg []byte) error { return r.pushWait(ctx, msg, 0) }
+
+// PushID is Push with the message id given by the caller (see TryPushID).
+func (r *Ring) PushID(ctx context.Context, msg []byte, id uint64) error {
+	if err := r.idAllowed(id); err != nil {
+		return err
+	}
+	return r.pushWait(ctx, msg, id)
+}
+
+// pushWait is Push stamping id (0: the position's).
+func (r *Ring) pushWait(ctx context.Context, msg []byte, id uint64) error {
 	if r.tab.Self == 0 {
 		return ErrNotAttached
 	}
@@ -21,7 +32,7 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 	}
 	var err error
 	if werr := block(ctx, r.reg, r.notFullSeq, r.notFullW, r.fullHits, r.tailSlot, r.healSlot, func() bool {
-		err = r.push(msg, 0)
+		err = r.push(msg, 0, id)
 		return err != ErrFull
 	}); werr != nil {
 		return werr
@@ -31,18 +42,25 @@ func (r *Ring) Push(ctx context.Context, msg []byte) error {
 
 // Pop waits for the next message and copies it into buf.
 func (r *Ring) Pop(ctx context.Context, buf []byte) (int, error) {
+	n, _, err := r.PopID(ctx, buf)
+	return n, err
+}
+
+// PopID is Pop returning the message's id too (see TryPopID).
+func (r *Ring) PopID(ctx context.Context, buf []byte) (int, uint64, error) {
 	if r.tab.Self == 0 {
-		return 0, ErrNotAttached
+		return 0, 0, ErrNotAttached
 	}
 	var n int
+	var id uint64
 	var err error
 	if werr := block(ctx, r.reg, r.notEmptySeq, r.notEmptyW, r.emptyHits, r.headSlot, r.healSlot, func() bool {
-		n, err = r.pop(buf)
+		n, id, err = r.pop(buf)
 		return err != ErrEmpty
 	}); werr != nil {
-		return 0, werr
+		return 0, 0, werr
 	}
-	return n, err
+	return n, id, err
 }
 
 // Claim waits for the next message and leases it (see TryClaim).

@@ -29,7 +29,7 @@ func openedFixtures(t *testing.T) (names []string, healthy map[string]bool) {
 	if len(names) < 9 {
 		t.Fatalf("only %v of the fixtures are opened", names)
 	}
-	return names, map[string]bool{"ring.shm": true, "deque.shm": true, "hashmap.shm": true}
+	return names, map[string]bool{"ring.shm": true, "deque.shm": true, "hashmap.shm": true, "deque-ids.shm": true}
 }
 
 // TestInspectVerifyRepairAgreeOnEveryFixture: inspect's problems, verify's

@@ -85,7 +85,7 @@ func geometryErr(err error) error {
 func createCommand() *cli.Command {
 	return command("create", "create a ring, a deque or a hash map", "PATH [--kind ring|deque|hashmap] --capacity N [geometry flags] [--mode 0600] [--group G]", runCreate,
 		"--kind chooses what to create (default ring). Rings and deques take --slot-size,\n"+
-			"--participants and --delivery-limit; hash maps take --key-size, --value-size and\n"+
+			"--participants, --delivery-limit and --msg-ids; hash maps take --key-size, --value-size and\n"+
 			"--participants. --capacity is slots (buckets for a hash map), a power of two. A deque\n"+
 			"created here has no owner once ringctl exits: the program that pushes calls Adopt.",
 		&cli.StringFlag{Name: "kind", Value: "ring", Usage: "ring, deque or hashmap"},
@@ -93,6 +93,7 @@ func createCommand() *cli.Command {
 		&cli.UintFlag{Name: "slot-size", Value: layout.RingDefaultSlotSize, Usage: "rings, deques: bytes per slot, a multiple of 64; a message holds 8 bytes less"},
 		&cli.UintFlag{Name: "participants", Value: layout.RingDefaultPeers, Usage: fmt.Sprintf("size of the participant table, 1 to %d (the table has one more entry, the repairer's)", layout.RingMaxParticipants)},
 		&cli.UintFlag{Name: "delivery-limit", Value: layout.RingDefaultDeliveries, Usage: "rings, deques: deliveries after which a message is set aside as poison, 1 to 15"},
+		&cli.BoolFlag{Name: "msg-ids", Usage: "rings, deques: give every message a 64-bit id in its slot's last 8 bytes (kept when a repair requeues it; a message holds 16 bytes less)"},
 		&cli.UintFlag{Name: "key-size", Value: 16, Usage: "hash maps: largest key in bytes, 1 to 1024"},
 		&cli.UintFlag{Name: "value-size", Value: 64, Usage: "hash maps: largest value in bytes, 1 to 65536"},
 		&cli.StringFlag{Name: "mode", Value: "0600", Usage: "permission bits of the new file (octal; 0640 with --group)"},

@@ -20,6 +20,7 @@ type peekReport struct {
 	Kind     string       `json:"kind"`
 	Messages []peekedJSON `json:"messages"`
 	hex      bool         // payloads in hex in the text
+	ids      bool         // the file has message ids: the text has an id column
 }
 
 type peekedJSON struct {
@@ -29,6 +30,9 @@ type peekedJSON struct {
 	Deliveries int    `json:"deliveries"`
 	Len        int    `json:"len"`
 	DataHex    string `json:"data_hex"`
+	// ID is the message's id, in a file with message ids (0 for a
+	// message still being written).
+	ID *uint64 `json:"id,omitempty"`
 }
 
 // runPeek shows the next messages of a ring or deque through the library's
@@ -55,9 +59,17 @@ func runPeek(c *cli.Context, path string) error {
 		return cliutil.FileError(path, err)
 	}
 	rep := &peekReport{Path: path, Kind: k.kind.String(), Messages: []peekedJSON{}, hex: cliutil.Hex(c)}
+	if m, ok := v.(interface{ MessageIDs() bool }); ok {
+		rep.ids = m.MessageIDs()
+	}
 	for _, p := range ps {
-		rep.Messages = append(rep.Messages, peekedJSON{Position: p.Position, Slot: p.Slot, State: p.State.String(),
-			Deliveries: p.Deliveries, Len: len(p.Data), DataHex: hex.EncodeToString(p.Data)})
+		m := peekedJSON{Position: p.Position, Slot: p.Slot, State: p.State.String(),
+			Deliveries: p.Deliveries, Len: len(p.Data), DataHex: hex.EncodeToString(p.Data)}
+		if rep.ids {
+			id := p.ID
+			m.ID = &id
+		}
+		rep.Messages = append(rep.Messages, m)
 	}
 	return output(c, rep)
 }
@@ -75,10 +87,22 @@ func (rep *peekReport) write(w io.Writer) error {
 			b, _ := hex.DecodeString(m.DataHex)
 			data = payloadText(b, rep.hex)
 		}
-		rows = append(rows, []string{strconv.FormatUint(m.Position, 10), strconv.FormatUint(m.Slot, 10), m.State,
-			strconv.Itoa(m.Deliveries), strconv.Itoa(m.Len), data})
+		row := []string{strconv.FormatUint(m.Position, 10), strconv.FormatUint(m.Slot, 10), m.State,
+			strconv.Itoa(m.Deliveries), strconv.Itoa(m.Len)}
+		if rep.ids {
+			id := "-" // still being written
+			if m.ID != nil && m.State != "writing" {
+				id = strconv.FormatUint(*m.ID, 10)
+			}
+			row = append(row, id)
+		}
+		rows = append(rows, append(row, data))
 	}
-	return cliutil.DetailTable(w, []string{"position", "slot", "state", "deliveries", "length", "payload"}, rows)
+	headers := []string{"position", "slot", "state", "deliveries", "length", "payload"}
+	if rep.ids {
+		headers = []string{"position", "slot", "state", "deliveries", "length", "id", "payload"}
+	}
+	return cliutil.DetailTable(w, headers, rows)
 }
 
 // payloadText shows a payload for people: quoted when it is printable
@@ -117,7 +141,8 @@ func preview(b []byte) string {
 func peekCommand() *cli.Command {
 	return command("peek", "show the next messages of a ring or deque without taking them (read-only)", "PATH [--max N] [--hex] [--format text|json | --json]", runPeek,
 		"Maps the file read-only and lists up to N queued messages (default 10; 0: all) in the order\n"+
-			"consumers take them, with position, slot, state, deliveries so far and payload: nothing is\n"+
+			"consumers take them, with position, slot, state, deliveries so far, the message id (files\n"+
+			"created with --msg-ids) and payload: nothing is\n"+
 			"taken, nothing is written, no participant entry is used, and no producer or consumer waits\n"+
 			"for it. A deque lists [top, bottom) from the top, then its returned messages (taken once the\n"+
 			"rest is empty). What it shows may be gone a moment later. Payloads are shown quoted when\n"+

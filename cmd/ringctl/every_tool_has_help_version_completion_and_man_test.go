@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// TestEveryToolHasHelpVersionCompletionAndMan runs the three tools as
+// TestEveryToolHasHelpVersionCompletionAndMan runs the four tools as
 // built from this checkout (with VCS stamping asked for, as `go build` and
 // `go install ./cmd/...` do outside this machine's GOFLAGS): each prints
 // its help with no arguments (exit 0) and for `help`; --version names the
@@ -26,13 +26,13 @@ import (
 // flag of the definitions (ringctl's, read in-process).
 func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds three binaries")
+		t.Skip("builds four binaries")
 	}
 	bin := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, tool := range []string{"ringctl", "hbdump", "passbench"} {
+	for _, tool := range []string{"ringctl", "hbdump", "passbench", "shmbridge"} {
 		cmd := exec.CommandContext(ctx, goTool, "build", "-buildvcs=true", "-o", filepath.Join(bin, tool), "../"+tool)
 		cmd.Env = append(os.Environ(), "GOFLAGS=")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -75,7 +75,7 @@ func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 
-	for _, tool := range []string{"ringctl", "hbdump", "passbench"} {
+	for _, tool := range []string{"ringctl", "hbdump", "passbench", "shmbridge"} {
 		t.Run(tool, func(t *testing.T) {
 			for _, args := range [][]string{nil, {"help"}, {"--help"}} {
 				code, out, errOut := run(tool, args...)
@@ -85,7 +85,7 @@ func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 				}
 			}
 			code, out, _ := run(tool, "--version")
-			if code != 0 || !strings.HasPrefix(out, tool+" ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 2.0") {
+			if code != 0 || !strings.HasPrefix(out, tool+" ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 3.0") {
 				t.Errorf("--version: exit %d\n%s", code, out)
 			}
 			switch mod, rev := recorded(tool); {

@@ -152,6 +152,7 @@ func makeFixtures(t testing.TB) map[string][]byte {
 	fx["heartbeat.shm"] = b
 	addDequeFixtures(t, dir, fx)
 	addMapFixtures(t, dir, fx)
+	addIDFixtures(t, dir, fx)
 	return fx
 }
 

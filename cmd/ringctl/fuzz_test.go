@@ -13,7 +13,7 @@ import (
 
 // fuzzBases are the files FuzzInspectors patches; base 0 is no file at
 // all, only the fuzzer's bytes.
-var fuzzBases = []string{"", "ring.shm", "orphaned.shm", "heartbeat.shm", "badlength.shm", "deque-deadowner.shm", "hashmap-dead.shm"}
+var fuzzBases = []string{"", "ring.shm", "orphaned.shm", "heartbeat.shm", "badlength.shm", "deque-deadowner.shm", "hashmap-dead.shm", "ring-ids.shm", "deque-ids.shm"}
 
 // fuzzCommands are the read-only commands FuzzInspectors runs; FILE is the
 // fuzzed file.
@@ -44,14 +44,17 @@ func FuzzInspectors(f *testing.F) {
 	for op := range fuzzCommands {
 		f.Add([]byte{}, uint16(0), uint8(1+op%4), uint8(op))
 	}
-	f.Add([]byte{0x21, 0x10, 0x00, 0x00, 0x40, 0x01}, uint16(0x340), uint8(1), uint8(0)) // a slot word
-	f.Add([]byte{0x02, 0x00, 0x00, 0x00, 0x01, 0x00}, uint16(0x2c0), uint8(2), uint8(2)) // a participant
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, uint16(0x100), uint8(1), uint8(3))             // tail
-	f.Add([]byte("REDX"), uint16(0x80), uint8(1), uint8(4))                              // the ready word
-	f.Add([]byte{0x04, 0x00, 0x00, 0x80}, uint16(0x1c0), uint8(3), uint8(6))             // a member's state
-	f.Add([]byte("\x89SHMKIT\n\x01\x00\x02\x00"), uint16(0), uint8(0), uint8(4))         // a header alone
-	f.Add([]byte{0x05, 0x00, 0x01, 0x00, 0x00, 0x01}, uint16(0x288), uint8(5), uint8(0)) // a deque's owner word
-	f.Add([]byte{0x0e, 0x00, 0x06, 0x00}, uint16(0x3c0), uint8(5), uint8(6))             // a returned deque slot
+	f.Add([]byte{0x21, 0x10, 0x00, 0x00, 0x40, 0x01}, uint16(0x340), uint8(1), uint8(0))             // a slot word
+	f.Add([]byte{0x02, 0x00, 0x00, 0x00, 0x01, 0x00}, uint16(0x2c0), uint8(2), uint8(2))             // a participant
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, uint16(0x100), uint8(1), uint8(3))                         // tail
+	f.Add([]byte("REDX"), uint16(0x80), uint8(1), uint8(4))                                          // the ready word
+	f.Add([]byte{0x04, 0x00, 0x00, 0x80}, uint16(0x1c0), uint8(3), uint8(6))                         // a member's state
+	f.Add([]byte("\x89SHMKIT\n\x01\x00\x02\x00"), uint16(0), uint8(0), uint8(4))                     // a header alone
+	f.Add([]byte{0x05, 0x00, 0x01, 0x00, 0x00, 0x01}, uint16(0x288), uint8(5), uint8(0))             // a deque's owner word
+	f.Add([]byte{0x0e, 0x00, 0x06, 0x00}, uint16(0x3c0), uint8(5), uint8(6))                         // a returned deque slot
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, uint16(0x478), uint8(7), uint8(1)) // a ring slot's message id
+	f.Add([]byte{0x03}, uint16(0x34), uint8(7), uint8(0))                                            // an unknown option bit (param2)
+	f.Add([]byte{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80}, uint16(0x120), uint8(8), uint8(8)) // a deque's next_id
 	path := filepath.Join(f.TempDir(), "file")
 	f.Fuzz(func(t *testing.T, data []byte, at uint16, base, op uint8) {
 		b := data

@@ -167,6 +167,22 @@ var goldenCases = []struct {
 	{"usage-drain-heartbeat", "drain $DIR/ring.shm --heartbeat $DIR/typo.hb"},
 	{"usage-drain-create-heartbeat", "drain $DIR/ring.shm --create-heartbeat"},
 	{"drain-heartbeat-missing", "drain $DIR/ring.shm --heartbeat $DIR/typo.hb --exec true"},
+	// Message ids (msg_ids_fixtures_test.go): created, shown, then the
+	// dead consumer's lease repaired and the message queued again with
+	// its id.
+	{"create-ring-ids", "create $DIR/new-ids.shm --capacity 8 --msg-ids"},
+	{"create-deque-ids", "create $DIR/new-deque-ids.shm --kind deque --capacity 8 --msg-ids"},
+	{"usage-create-hashmap-ids", "create $DIR/new.shm --kind hashmap --capacity 8 --msg-ids"},
+	{"inspect-ring-ids-slots", "inspect $DIR/ring-ids.shm --slots"},
+	{"inspect-ring-ids-json", "inspect $DIR/ring-ids.shm --slots --json"},
+	{"verify-ring-ids", "verify $DIR/ring-ids.shm"},
+	{"peek-ring-ids", "peek $DIR/ring-ids.shm"},
+	{"peek-ring-ids-json", "peek $DIR/ring-ids.shm --json"},
+	{"hexdump-ring-ids-slot", "hexdump $DIR/ring-ids.shm --slot 1"},
+	{"inspect-deque-ids-slots", "inspect $DIR/deque-ids.shm --slots"},
+	{"peek-deque-ids-json", "peek $DIR/deque-ids.shm --json"},
+	{"repair-ring-ids-apply", "repair $DIR/ring-ids.shm --apply --no-backup"},
+	{"peek-ring-ids-repaired", "peek $DIR/ring-ids.shm"},
 	// Last: these change orphaned.shm (a message pushed, the queued
 	// ones drained); both warn of the dead consumer's lease.
 	{"push-orphaned", "push $DIR/orphaned.shm --seq 7:7"},

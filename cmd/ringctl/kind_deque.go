@@ -101,6 +101,9 @@ type dequeCountersJSON struct {
 	Pending     uint64 `json:"pending"`
 	Burned      uint64 `json:"burned"`
 	NextID      uint64 `json:"next_id"`
+	// NextMessageID is the message id counter (next_id in the file's
+	// layout: the last id a push took), in a deque with message ids only.
+	NextMessageID *uint64 `json:"next_message_id,omitempty"`
 }
 
 // dequeSlotCounts is the number of slots in each class (a deque's
@@ -144,7 +147,8 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 		Counters: dequeCountersJSON{Pushed: cs.Pushed, OwnerPopped: cs.OwnerPopped, Stolen: cs.Stolen,
 			Claimed: cs.Claimed, Acked: cs.Acked, Returned: cs.Returned, Poisoned: cs.Poisoned,
 			Abandoned: cs.Abandoned, RolledBack: cs.RolledBack, FullHits: cs.FullHits, EmptyHits: cs.EmptyHits,
-			Repairs: cs.Repairs, Adopted: cs.Adopted, Pending: cs.Pending, Burned: cs.Burned, NextID: cs.Correlation},
+			Repairs: cs.Repairs, Adopted: cs.Adopted, Pending: cs.Pending, Burned: cs.Burned, NextID: cs.Correlation,
+			NextMessageID: nextMessageID(l.MessageIDs, cs.NextMessageID)},
 		States: dequeSlotCounts{Free: n[classFree], Ready: n[classReady], Writing: n[classWriting], Reading: n[classReading],
 			Leased: n[classLeased], Returned: n[classReturned], Orphaned: n[classOrphaned], Poisoned: n[classPoisoned], Corrupt: n[classCorrupt]},
 		checkJSON:    newCheckJSON(cr),
@@ -152,7 +156,7 @@ func (d dequeView) inspect(path string, withSlots bool, cr check.Report) (report
 	}
 	if withSlots {
 		slots := []dequeSlotJSON{}
-		all, err := slotsJSON(&l, scan.Slots, cs.Top, scan.Peers, d.PeekSlot)
+		all, err := slotsJSON(&l, scan.Slots, cs.Top, scan.Peers, d.PeekSlotID)
 		if err != nil {
 			return nil, cliutil.FileError(path, err)
 		}
@@ -245,8 +249,11 @@ func (rep *dequeInspectReport) write(w io.Writer) error {
 			{classCorrupt, s.Corrupt}},
 		participants: rep.Participants, check: rep.checkJSON, empty: "every slot is free",
 	}
+	if c.NextMessageID != nil {
+		tr.counters = append(tr.counters, counter{"next_message_id", *c.NextMessageID})
+	}
 	if rep.Slots != nil {
-		tr.list = &table{headers: append(append([]string{}, slotHeaders...), "taker")}
+		tr.list = &table{headers: append(slotHeadersFor(rep.Geometry.MessageIDs), "taker")}
 		for _, s := range *rep.Slots {
 			t := s.Taker
 			if t == "" {
@@ -323,4 +330,13 @@ func dequeRepairRows(rr check.RepairReport) repairDone {
 		d.note = "the deque has no owner now: nothing is pushed until a process calls Adopt (ringctl does not adopt; thieves and ringctl drain can still take its messages)"
 	}
 	return d
+}
+
+// nextMessageID is the message id counter as inspect shows it: only for a
+// deque with message ids.
+func nextMessageID(ids bool, v uint64) *uint64 {
+	if !ids {
+		return nil
+	}
+	return &v
 }

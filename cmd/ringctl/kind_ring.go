@@ -115,7 +115,7 @@ func (r ringView) inspect(path string, withSlots bool, cr check.Report) (report,
 		Participants: participantsJSON(scan.Peers),
 	}
 	if withSlots {
-		slots, err := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers, r.PeekSlot)
+		slots, err := slotsJSON(&l, scan.Slots, cs.Head, scan.Peers, r.PeekSlotID)
 		if err != nil {
 			return nil, cliutil.FileError(path, err)
 		}
@@ -141,7 +141,7 @@ func (rep *inspectReport) write(w io.Writer) error {
 		participants: rep.Participants, check: rep.checkJSON, empty: "every slot is free",
 	}
 	if rep.Slots != nil {
-		tr.list = &table{headers: slotHeaders}
+		tr.list = &table{headers: slotHeadersFor(rep.Geometry.MessageIDs)}
 		for _, s := range *rep.Slots {
 			tr.list.rows = append(tr.list.rows, s.row())
 		}

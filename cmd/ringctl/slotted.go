@@ -52,7 +52,7 @@ func fileInfo[G any](path string, h layout.Header, id uint64, g G) fileJSON[G] {
 // slottedGeometry is a ring's or deque's geometry, as inspect shows it.
 func slottedGeometry(l *layout.SlotGeometry) geometryJSON {
 	return geometryJSON{Capacity: l.Capacity, SlotSize: l.SlotSize, PayloadMax: l.PayloadMax(),
-		Participants: l.Participants, DeliveryLimit: l.DeliveryLimit}
+		Participants: l.Participants, DeliveryLimit: l.DeliveryLimit, MessageIDs: l.MessageIDs}
 }
 
 type geometryJSON struct {
@@ -61,6 +61,15 @@ type geometryJSON struct {
 	PayloadMax    uint64 `json:"payload_max"`
 	Participants  uint64 `json:"participants"`
 	DeliveryLimit uint32 `json:"delivery_limit"`
+	MessageIDs    bool   `json:"message_ids"` // option bit 0: every slot ends with its message's id
+}
+
+// idsNote is what the geometry line adds for a file with message ids.
+func idsNote(ids bool) string {
+	if ids {
+		return ", message ids"
+	}
+	return ""
 }
 
 type creatorJSON struct {
@@ -87,8 +96,8 @@ func (f fileJSON[G]) lines(geometry string) [][2]string {
 // headerPairs are the lines about a ring or deque file.
 func headerPairs(f slottedFile) [][2]string {
 	g := f.Geometry
-	return f.lines(fmt.Sprintf("%d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d",
-		g.Capacity, g.SlotSize, g.PayloadMax, g.Participants, g.DeliveryLimit))
+	return f.lines(fmt.Sprintf("%d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d%s",
+		g.Capacity, g.SlotSize, g.PayloadMax, g.Participants, g.DeliveryLimit, idsNote(g.MessageIDs)))
 }
 
 // participantJSON is one entry of a participant table that is not free,
@@ -245,14 +254,17 @@ type slotJSON struct {
 	// holding a whole message (ready, reading, leased, poisoned,
 	// returned) whose word did not change while it was copied.
 	PreviewHex *string `json:"preview_hex,omitempty"`
-	preview    string  // the text's payload cell
+	// ID is the message's id, for such a slot of a file with message ids.
+	ID      *uint64 `json:"id,omitempty"`
+	preview string  // the text's payload cell
+	ids     bool    // the file has message ids: the text has an id column
 }
 
 // slotsJSON describes every slot Scan listed (all but the plain free
 // ones); front is the head (a deque's top), for positions; peers the
 // participant table (every entry, the repairer's included), for owners;
-// peek the handle's PeekSlot, for the payload previews.
-func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64, peers []check.Peer, peek func(i, raw uint64) ([]byte, bool, error)) ([]slotJSON, error) {
+// peek the handle's PeekSlotID, for the payload previews and ids.
+func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint64, peers []check.Peer, peek func(i, raw uint64) ([]byte, uint64, bool, error)) ([]slotJSON, error) {
 	out := []slotJSON{}
 	for _, s := range slots {
 		sj := slotJSON{Index: s.Index, Position: position(l, s.Index, s.Word.Lap, front),
@@ -262,14 +274,17 @@ func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint6
 		if sj.OwnerAlive != nil {
 			sj.ownerWhere = otherWhere(peers, s.Owner)
 		}
-		sj.preview = "-"
-		data, ok, err := peek(s.Index, s.Raw)
+		sj.preview, sj.ids = "-", l.MessageIDs
+		data, id, ok, err := peek(s.Index, s.Raw)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			h := hex.EncodeToString(data[:min(len(data), previewBytes)])
 			sj.PreviewHex, sj.preview = &h, preview(data)
+			if l.MessageIDs {
+				sj.ID = &id
+			}
 		}
 		out = append(out, sj)
 	}
@@ -278,11 +293,29 @@ func slotsJSON(l *layout.SlotGeometry, slots []transport.SlotReport, front uint6
 
 var slotHeaders = []string{"slot", "position", "state", "problem", "owner pid", "alive", "length", "deliveries", "payload"}
 
-// row is a slot's line in inspect --slots, under slotHeaders.
+// slotHeadersFor are slotHeaders with an id column before the payload in
+// a file with message ids.
+func slotHeadersFor(ids bool) []string {
+	if !ids {
+		return append([]string{}, slotHeaders...)
+	}
+	n := len(slotHeaders)
+	return append(append(append([]string{}, slotHeaders[:n-1]...), "id"), slotHeaders[n-1])
+}
+
+// row is a slot's line in inspect --slots, under slotHeadersFor(s.ids).
 func (s slotJSON) row() []string {
 	owner, alive := s.ownerCells()
-	return []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
-		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries)), s.preview}
+	cells := []string{strconv.FormatUint(s.Index, 10), strconv.FormatUint(s.Position, 10), s.State,
+		problemCell(s.Problem, s.Error), owner, alive, strconv.FormatUint(uint64(s.Length), 10), strconv.Itoa(int(s.Deliveries))}
+	if s.ids {
+		id := "-"
+		if s.ID != nil {
+			id = strconv.FormatUint(*s.ID, 10)
+		}
+		cells = append(cells, id)
+	}
+	return append(cells, s.preview)
 }
 
 // ownerCells are the owner pid and alive cells of a slot or bucket row:
@@ -317,8 +350,13 @@ func slottedCreate[T interface {
 }](what string, create func(string, transport.RingConfig, ...shm.Option) (T, error), lay func(string, layout.Header) (layout.SlotGeometry, error), check func(layout.Geometry) error) func(*cli.Context, string, ...shm.Option) (string, error) {
 	return func(c *cli.Context, path string, opts ...shm.Option) (string, error) {
 		cfg := transport.RingConfig{Capacity: c.Uint64("capacity"), SlotSize: uint32(c.Uint("slot-size")),
-			Participants: uint32(c.Uint("participants")), DeliveryLimit: uint32(c.Uint("delivery-limit"))}
-		if err := check(layout.RingGeometry(cfg.Capacity, cfg.SlotSize, cfg.Participants, cfg.DeliveryLimit)); err != nil {
+			Participants: uint32(c.Uint("participants")), DeliveryLimit: uint32(c.Uint("delivery-limit")),
+			MessageIDs: c.Bool("msg-ids")}
+		var options uint32
+		if cfg.MessageIDs {
+			options = layout.RingOptMessageIDs
+		}
+		if err := check(layout.RingGeometryWith(cfg.Capacity, cfg.SlotSize, cfg.Participants, cfg.DeliveryLimit, options)); err != nil {
 			return "", geometryErr(err)
 		}
 		h, err := create(path, cfg, opts...)
@@ -330,14 +368,14 @@ func slottedCreate[T interface {
 			h.Close()
 			return "", err
 		}
-		line := fmt.Sprintf("%s of %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d, %d bytes",
-			what, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, h.Header().FileSize)
+		line := fmt.Sprintf("%s of %d slots of %d bytes (messages up to %d bytes), %d participants, delivery limit %d%s, %d bytes",
+			what, l.Capacity, l.SlotSize, l.PayloadMax(), l.Participants, l.DeliveryLimit, idsNote(l.MessageIDs), h.Header().FileSize)
 		return line, cliutil.FileError(path, h.Close())
 	}
 }
 
 // slottedFlags are the geometry flags slottedCreate reads.
-var slottedFlags = map[string]bool{"slot-size": true, "delivery-limit": true}
+var slottedFlags = map[string]bool{"slot-size": true, "delivery-limit": true, "msg-ids": true}
 
 // slotBytes is the byte range of slot i of a slotted file, for hexdump --slot.
 func slotBytes(path string, h layout.Header, i int, lay func(string, layout.Header) (layout.SlotGeometry, error)) (lo, hi int64, err error) {

@@ -145,7 +145,7 @@ func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 	if code, out, _ := run("help", "sub"); code != 0 || !strings.Contains(out, "--capacity") || !strings.Contains(out, "EXIT CODES:") {
 		t.Errorf("help sub: exit %d\n%s", code, out)
 	}
-	if code, out, _ := run("--version"); code != 0 || !strings.HasPrefix(out, "tool ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 2.0") {
+	if code, out, _ := run("--version"); code != 0 || !strings.HasPrefix(out, "tool ") || strings.Contains(out, "(devel)") || !strings.Contains(out, "file format 3.0") {
 		t.Errorf("--version: exit %d\n%s", code, out)
 	}
 	code, out, _ := run("man")
