@@ -18,6 +18,8 @@ expect_pass ring-claim-repairer ring.pml -DWITH_CLAIMER -DWITH_REPAIRER
 expect_pass ring-2prod-pop ring.pml -DWITH_P1 -DWITH_POPPER
 # ring: a TryPushBatch of 2 against a TryPopBatch of 2, two deaths; capacity 2
 expect_pass ring-batch-2deaths ring.pml -DBATCH -DM0=2 -DWITH_POPPER -DPOPBATCH -DMAXD=2
+# ring: a TryClaimBatch of 2 then AckBatch against two pushes, two deaths; capacity 2
+expect_pass ring-claim-batch-2deaths ring.pml -DWITH_CLAIMER -DCLAIMBATCH -DM0=2 -DMAXD=2
 
 # deque: the owner pushes 2 and pops 2 (the second races the thief's
 # steal for the last message), two deaths; capacity 2

@@ -837,16 +837,72 @@ end:
 	RESET
 }
 
+/* Ack of the lease in slot rj: CAS from the word as it is now (burns
+ * move its lap) */
+inline ackLease() {
+	do
+	:: LOAD(rj, rws, rwo, rwl, rwd); D;
+		assert(rws == LEASED && rwo == mystamp);
+		D; /* crash: ring.ack.before-free */
+		atomic {
+			SCAS(rj, LEASED, mystamp, rwl, rwd, FREE, 0, rwl+1, 0, ok);
+			if :: ok -> gown[rj] = 0 :: else -> skip fi
+		}
+		D;
+		if :: ok -> break :: else -> skip fi
+	od
+}
+
+/* Lease.Data of slot rj: the payload, zero-copy, delivered */
+inline leaseData() {
+	atomic { x1 = d1[rj] }; D; atomic { x2 = d2[rj] };
+	assert(x1 == x2 && x1 >= 1 && x1 <= NMSG && !aborted[x1]);
+	DELIVER(x1)
+}
+
 proctype claimer() {
 	byte me = CLAIMER;
 	LOCALS;
 	attachTo(3);
+#ifdef CLAIMBATCH
+	/* TryClaimBatch of 2 (claimRun: take, takeNext, one advance of the
+	 * head), then AckBatch (a loop of Ack) */
 	take(LEASED);
 	if
 	:: res == 0 ->
-		D; /* crash: ring.claim.after-take, ring.claim-batch.after-take */
+		t = hd; rj = i; got = 1;
+		takeNext(LEASED);
+		if :: ok -> got = 2; s = i :: else -> skip fi;
+		D; /* crash: ring.claim-batch.after-take */
+		do
+		:: hd = head; D;
+			if
+			:: hd >= t && hd < t+got ->
+				atomic { if :: head == hd -> head = t+got; ok = true :: else -> ok = false fi }; D;
+				if :: ok -> break :: else -> skip fi
+			:: else -> break
+			fi
+		od;
+		D; /* crash: ring.claim-batch.after-advance */
+		leaseData();
+		if :: got == 2 -> e = rj; rj = s; leaseData(); rj = e :: else -> skip fi;
+		D; /* test.lease.processing */
+		ackLease();
+		if
+		:: got == 2 ->
+			D; /* crash: ring.ack-batch.mid-free */
+			rj = s; ackLease()
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+#else
+	take(LEASED);
+	if
+	:: res == 0 ->
+		D; /* crash: ring.claim.after-take */
 		CASB(head, hd, hd+1);
-		D; /* crash: ring.claim.after-advance, ring.claim-batch.after-advance */
+		D; /* crash: ring.claim.after-advance */
 		rj = i;
 		/* Lease.Data: the payload, zero-copy */
 		atomic { x1 = d1[rj] }; D; atomic { x2 = d2[rj] };
@@ -858,12 +914,12 @@ proctype claimer() {
 			do
 			:: LOAD(rj, rws, rwo, rwl, rwd); D;
 				assert(rws == LEASED && rwo == mystamp);
-				D; /* crash: ring.ack.before-free */
+				D; /* ring.ack.before-free */
 				atomic {
 					SCAS(rj, LEASED, mystamp, rwl, rwd, FREE, 0, rwl+1, 0, ok);
 					if :: ok -> gown[rj] = 0 :: else -> skip fi
 				}
-				D; /* crash: ring.ack-batch.mid-free (AckBatch is a loop of ack: after one's free CAS) */
+				D;
 				if :: ok -> break :: else -> skip fi
 			od
 		:: /* Release: recoverSlot as this very handle */
@@ -889,6 +945,7 @@ proctype claimer() {
 		fi
 	:: else -> skip
 	fi;
+#endif
 	detach();
 	nfin++;
 	goto end;
