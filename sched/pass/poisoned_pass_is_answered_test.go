@@ -78,8 +78,10 @@ func TestPoolKilledAnsweringAPoisonedPassLosesNoAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Its one delivery: a worker killed holding it.
-	startWorkers(t, f, 1, append([]string{"DELIVERY_LIMIT=1"}, proctest.Arm(crashPassWorkerAfterClaim, 1)...)...)[0].WaitKilled(t, crashPassWorkerAfterClaim)
+	// Its one delivery: a worker killed holding it. The pass is waiting
+	// already, so the worker may die before it prints "ready": started
+	// without waiting for that line (startWorkers would fail then).
+	passHelper.Start(t, "worker", append(append(f.env(), "WORKERS=2", "DELIVERY_LIMIT=1"), proctest.Arm(crashPassWorkerAfterClaim, 1)...)...).WaitKilled(t, crashPassWorkerAfterClaim)
 	// A pool that reclaims the worker (the pass is requeued at its limit),
 	// poisons it on its next take, and dies answering it.
 	doomed := passHelper.Start(t, "worker", append(append(f.env(), "WORKERS=1", "WATCHDOG=1", "DELIVERY_LIMIT=1"), proctest.Arm(crashPassPoisonAfterClaim, 1)...)...)
