@@ -17,6 +17,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/shmkit/shmkit/internal/bridge/lockfile"
 )
 
 // The out direction's publish journal: for every message it publishes,
@@ -59,6 +61,7 @@ type Journal struct {
 	fileID uint64
 
 	mu       sync.Mutex
+	lock     *lockfile.Lock // PATH.lock, held for the journal's life: one writer
 	f        *os.File
 	size     int64
 	seq      uint64
@@ -71,22 +74,41 @@ type Journal struct {
 // file id is fileID, loads what an earlier bridge left unacked, and
 // rewrites the file with only that. A journal of another ring (the file
 // was re-created) is started afresh: its ids cannot come back.
+//
+// The journal is locked (an OFD lock on PATH.lock) until Close or the
+// death of the process: a second Open of the same path, by another
+// bridge, fails with an error wrapping ErrJournal and ErrInUse, before it
+// reads or rewrites anything (a second writer would rename its rewrite
+// over the first's file, whose later records would go to an unlinked
+// inode, hiding what it published from the next bridge).
 func Open(path string, fileID uint64) (*Journal, error) {
-	j := &Journal{path: path, fileID: fileID, inflight: map[uint64][]Entry{}, carried: map[uint64]int64{}}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
-	case len(b) > 0:
-		if err := j.load(b); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
+	lock, err := lockfile.Acquire(path + ".lock")
+	if err != nil {
+		if errors.Is(err, lockfile.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s: %w: %v", ErrJournal, path, ErrInUse, err)
 		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
 	}
-	if err := j.rewrite(); err != nil {
+	j := &Journal{path: path, fileID: fileID, lock: lock, inflight: map[uint64][]Entry{}, carried: map[uint64]int64{}}
+	if err := j.open(); err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
 	}
 	return j, nil
+}
+
+func (j *Journal) open() error {
+	b, err := os.ReadFile(j.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case len(b) > 0:
+		if err := j.load(b); err != nil {
+			return err
+		}
+	}
+	return j.rewrite()
 }
 
 func journalHeader(fileID uint64) []byte {
@@ -284,7 +306,7 @@ func (j *Journal) append(rec []byte) error {
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file and releases the lock.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -293,6 +315,9 @@ func (j *Journal) Close() error {
 	}
 	err := j.f.Close()
 	j.f = nil
+	if lerr := j.lock.Release(); err == nil {
+		err = lerr
+	}
 	return err
 }
 
@@ -300,3 +325,6 @@ var _ io.Closer = (*Journal)(nil)
 
 // ErrJournal: the journal cannot be read or written.
 var ErrJournal = errors.New("bridge: publish journal")
+
+// ErrInUse: another bridge holds the journal (with ErrJournal).
+var ErrInUse = errors.New("in use by another out bridge")
