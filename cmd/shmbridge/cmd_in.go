@@ -48,6 +48,11 @@ func runIn(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	lock, err := bridge.LockRing(path, "in")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	sink, rep, err := bridge.OpenSink(path, opts...)
 	if err != nil {
 		return ringError(path, err)

@@ -54,6 +54,11 @@ func runOut(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	lock, err := bridge.LockRing(path, "out")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	src, rep, err := bridge.OpenSource(path, opts...)
 	if err != nil {
 		return ringError(path, err)

@@ -561,7 +561,7 @@ func fillStream(t testing.TB, js jetstream.JetStream, stream, subject string, fi
 
 // outArgs and inArgs are a bridge's command lines.
 func outArgs(srv *natsServer, ring, stream, subject string, extra ...string) []string {
-	return append([]string{"out", ring, "--server", srv.url(), "--stream", stream, "--subject", subject, "--create", "--json", "--journal", ring + ".journal"}, extra...)
+	return append([]string{"out", ring, "--server", srv.url(), "--stream", stream, "--subject", subject, "--create", "--json", "--journal", ring + ".journal", "--ack-timeout", "30s"}, extra...)
 }
 
 func inArgs(srv *natsServer, ring, stream, subject string, extra ...string) []string {

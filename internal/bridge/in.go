@@ -28,6 +28,17 @@ type InOptions struct {
 // in the stream it came from.
 const SeqHeader = "Shmbridge-Stream-Seq"
 
+// CallerIDBit marks a message id a caller chose (PushID) rather than one
+// the ring stamped: a plain push stamps its position+1, always below
+// 2^63, so ids with this bit set never collide with those. The in bridge
+// stamps CallerIDBit | stream sequence (InID); other callers of PushID
+// should keep to the same space, and ids must be unique per file (the out
+// bridge refuses a collision it detects, ErrIDCollision).
+const CallerIDBit = 1 << 63
+
+// InID is the message id the in bridge gives stream sequence seq.
+func InID(seq uint64) uint64 { return CallerIDBit | seq }
+
 // In carries a durable pull consumer's messages into a ring.
 type In struct {
 	sink  Sink
@@ -133,7 +144,8 @@ func (in *In) drain(ctx context.Context, batch jetstream.MessageBatch) error {
 	return nil
 }
 
-// carry pushes one message (its stream sequence as its id) and acks it.
+// carry pushes one message (InID of its stream sequence as its id) and
+// acks it.
 func (in *In) carry(ctx context.Context, msg jetstream.Msg) error {
 	md, err := msg.Metadata()
 	if err != nil {
@@ -147,7 +159,7 @@ func (in *In) carry(ctx context.Context, msg jetstream.Msg) error {
 	if len(msg.Data()) > in.sink.MaxPayload() {
 		return in.tooLarge(msg, seq)
 	}
-	if err := in.push(ctx, msg, seq); err != nil {
+	if err := in.push(ctx, msg, InID(seq)); err != nil {
 		return err
 	}
 	in.stats.Pushed.Add(1)

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type Out struct {
 	o     OutOptions
 	stats *Stats
 	errs  errorLog
+	// streams are the handles duplicates are verified through, by the
+	// PubAck's stream name (only the acker goroutine uses them).
+	streams map[string]jetstream.Stream
 	// pubOpts are the publish options: none for the client's default
 	// stall wait (an option costs the client a pass over them and the
 	// headers at every publish).
@@ -67,7 +71,7 @@ func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *journal.Journal, 
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	out := &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}}
+	out := &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}, streams: map[string]jetstream.Stream{}}
 	if o.StallWait != defaultStallWait {
 		out.pubOpts = []jetstream.PublishOpt{jetstream.WithStallWait(o.StallWait)}
 	}
@@ -223,7 +227,7 @@ func (o *Out) publish(ctx context.Context, b *outBatch, i int) error {
 func (o *Out) finish(ctx context.Context, b *outBatch) error {
 	for i := range b.n {
 		it := &b.items[i]
-		for {
+		for attempt := 0; ; attempt++ {
 			var ack *jetstream.PubAck
 			var err error
 			select {
@@ -233,15 +237,20 @@ func (o *Out) finish(ctx context.Context, b *outBatch) error {
 				return ctx.Err()
 			}
 			if err == nil {
-				o.acked(it, ack)
+				if err := o.acked(ctx, it, ack); err != nil {
+					return err
+				}
 				break
 			}
 			// Lost or refused: it may have been stored, so a copy
 			// may be there; the same id lets the window drop it.
 			o.stats.PublishErrors.Add(1)
-			o.errs.note("PubAck on %s: %v (republishing)", o.o.Subject, err)
+			o.errs.note("PubAck on %s: %v (republishing %s, attempt %d, with a growing backoff)", o.o.Subject, err, it.msg.Header.Get(jetstream.MsgIDHeader), attempt+1)
 			it.prior = true
-			if err := o.conn.retryWait(ctx, 0); err != nil {
+			// Capped exponential backoff (10 ms .. 1.28 s) per message:
+			// a refusal that does not pass (a stream that rejects it)
+			// must not republish the whole in-flight window every 10 ms.
+			if err := o.conn.retryWait(ctx, attempt); err != nil {
 				return err
 			}
 			o.stats.Republished.Add(1)
@@ -268,10 +277,21 @@ func (o *Out) finish(ctx context.Context, b *outBatch) error {
 // message that may have a copy in the stream from longer ago than the
 // window, stored anew, is a late duplicate (or its first publish never
 // reached the stream: the count is an upper bound, never hides one).
-func (o *Out) acked(it *outItem, ack *jetstream.PubAck) {
+//
+// A duplicate is verified before its lease may be acked: the server
+// only says that a message with this Nats-Msg-Id is in its window, and
+// two different messages of one ring can share an id (a caller's PushID
+// colliding with a position id, two in bridges into one ring). The stored
+// copy is read back (its sequence is the PubAck's) and compared; a
+// different subject or payload is an id collision: ErrIDCollision, the
+// lease is never acked and the message stays in the ring.
+func (o *Out) acked(ctx context.Context, it *outItem, ack *jetstream.PubAck) error {
 	if ack.Duplicate {
+		if err := o.verifyDuplicate(ctx, it, ack); err != nil {
+			return err
+		}
 		o.stats.Duplicates.Add(1)
-		return
+		return nil
 	}
 	o.stats.Published.Add(1)
 	if it.prior && o.o.DupWindow > 0 && time.Since(it.first) >= o.o.DupWindow {
@@ -279,4 +299,52 @@ func (o *Out) acked(it *outItem, ack *jetstream.PubAck) {
 		fmt.Fprintf(o.o.Log, "late duplicate: %s first published %s ago, past the %v duplicate window: stored again as stream sequence %d\n",
 			it.msg.Header.Get(jetstream.MsgIDHeader), time.Since(it.first).Round(time.Millisecond), o.o.DupWindow, ack.Sequence)
 	}
+	return nil
+}
+
+// verifyDuplicate reads back the stored copy a duplicate PubAck names
+// and compares it with the message, retrying while the server cannot be
+// asked (the lease stays held meanwhile).
+func (o *Out) verifyDuplicate(ctx context.Context, it *outItem, ack *jetstream.PubAck) error {
+	id := it.msg.Header.Get(jetstream.MsgIDHeader)
+	for attempt := 0; ; attempt++ {
+		stored, err := o.storedCopy(ctx, ack)
+		switch {
+		case err == nil:
+			if stored.Subject != it.msg.Subject || !bytes.Equal(stored.Data, it.msg.Data) {
+				return fmt.Errorf("%w: %s: message id %s is stream %s sequence %d's (%d bytes on %s), another message than the ring's (%d bytes on %s); its lease is not acked, it stays in the ring",
+					ErrIDCollision, o.src.Path(), id, ack.Stream, ack.Sequence, len(stored.Data), stored.Subject, len(it.msg.Data), it.msg.Subject)
+			}
+			return nil
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			if it.prior {
+				// Published by an earlier life or attempt, since
+				// removed by the stream's limits: a duplicate of
+				// what this bridge published.
+				fmt.Fprintf(o.o.Log, "duplicate %s: stream %s sequence %d is gone (the stream's limits), its copy was this bridge's\n", id, ack.Stream, ack.Sequence)
+				return nil
+			}
+			return fmt.Errorf("%w: %s: message id %s is a duplicate of stream %s sequence %d, which is gone: cannot tell it from a collision; its lease is not acked, it stays in the ring",
+				ErrIDCollision, o.src.Path(), id, ack.Stream, ack.Sequence)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		o.stats.PublishErrors.Add(1)
+		o.errs.note("verify duplicate %s (stream %s sequence %d): %v (retrying)", id, ack.Stream, ack.Sequence, err)
+		if err := o.conn.retryWait(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (o *Out) storedCopy(ctx context.Context, ack *jetstream.PubAck) (*jetstream.RawStreamMsg, error) {
+	s, ok := o.streams[ack.Stream]
+	if !ok {
+		var err error
+		if s, err = o.js.Stream(ctx, ack.Stream); err != nil {
+			return nil, err
+		}
+		o.streams[ack.Stream] = s
+	}
+	return s.GetMsg(ctx, ack.Sequence)
 }
