@@ -30,7 +30,10 @@ func outCommand() *cli.Command {
 			"(the same for every delivery of the message), waits for the PubAcks and only then acks the\n" +
 			"leases. It repairs the ring first (dead participants' leases come back, on proof of death).\n" +
 			"A copy republished after a crash is dropped by the stream's duplicate window (counted as\n" +
-			"duplicates); one republished after the window is counted as a late duplicate. The stream must\n" +
+			"duplicates, after reading the stored copy back: another message under the same id is an id\n" +
+			"collision, which stops the bridge, exit 1, the message left in the ring); one republished\n" +
+			"after the window is counted as a late duplicate. One out bridge per ring (a lock on\n" +
+			"RING.shmbridge-out.lock; a second exits 1). The stream must\n" +
 			"exist with Limits retention and a duplicate window, or be made by --create.",
 		Flags:  flags,
 		Action: cliutil.WithPath(func(c *cli.Context, path string) error { return plain(runOut(c, path)) }),
@@ -48,6 +51,12 @@ func runOut(c *cli.Context, path string) error {
 	for _, name := range []string{"in-flight", "max-pending"} {
 		if c.Int(name) < 1 {
 			return cliutil.Usage("--%s must be at least 1, got %d", name, c.Int(name))
+		}
+	}
+	// No PubAck timeout would let a lost reply block the acker forever.
+	for _, name := range []string{"ack-timeout", "stall-wait"} {
+		if c.Duration(name) <= 0 {
+			return cliutil.Usage("--%s must be positive, got %v", name, c.Duration(name))
 		}
 	}
 	opts, err := cliutil.OpenOptions(c)
@@ -84,6 +93,9 @@ func runOut(c *cli.Context, path string) error {
 		return err
 	}
 	defer s.close()
+	if err := bridge.CheckMaxPayload(src, s.conn.MaxPayload()); err != nil {
+		return err
+	}
 	info, err := bridge.EnsureStream(c.Context, s.js, streamOptions(c))
 	if err != nil {
 		return err

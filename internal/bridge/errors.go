@@ -36,6 +36,10 @@ var (
 	// ErrBridgeRunning: another bridge of the same direction holds the
 	// ring (its side lock file).
 	ErrBridgeRunning = errors.New("bridge: another bridge runs on this ring")
+	// ErrMaxPayload: the ring's messages (with the bridge's headers) can
+	// be larger than the server's max_payload: such a message would be
+	// refused at every publish.
+	ErrMaxPayload = errors.New("bridge: ring messages larger than the server's max_payload")
 	// ErrJournal: the out bridge's publish journal cannot be read or
 	// written (the journal package's sentinel).
 	ErrJournal = journal.ErrJournal

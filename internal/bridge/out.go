@@ -133,6 +133,11 @@ claiming:
 		case <-cctx.Done():
 			break claiming
 		}
+		// A stop may race the free batch in the select: claim nothing
+		// after it (no loss either way, but a stop stops claiming).
+		if cctx.Err() != nil {
+			break
+		}
 		n, cerr := o.src.ClaimBatch(cctx, b.leases)
 		if cerr != nil {
 			if cctx.Err() == nil {
@@ -347,4 +352,20 @@ func (o *Out) storedCopy(ctx context.Context, ack *jetstream.PubAck) (*jetstream
 		o.streams[ack.Stream] = s
 	}
 	return s.GetMsg(ctx, ack.Sequence)
+}
+
+// headerRoom is what the bridge's headers add to a message's payload on
+// the wire: "NATS/1.0\r\nNats-Msg-Id: " (file id, '-', a uint64) "\r\n\r\n".
+const headerRoom = len("NATS/1.0\r\n") + len("Nats-Msg-Id: ") + 16 + 1 + 20 + len("\r\n\r\n")
+
+// CheckMaxPayload refuses a ring whose largest message, with the
+// bridge's header, exceeds the server's max_payload (serverMax, from the
+// connection): ErrMaxPayload. Without it such a message stalls the bridge
+// forever, refused at every publish.
+func CheckMaxPayload(src Source, serverMax int64) error {
+	if need := int64(src.MaxPayload() + headerRoom); serverMax > 0 && need > serverMax {
+		return fmt.Errorf("%w: %s: messages up to %d bytes (%d with the Nats-Msg-Id header), the server takes %d (raise its max_payload or use a ring with smaller slots)",
+			ErrMaxPayload, src.Path(), src.MaxPayload(), need, serverMax)
+	}
+	return nil
 }
