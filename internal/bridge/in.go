@@ -232,6 +232,7 @@ func (in *In) tooLarge(msg jetstream.Msg, seq uint64) error {
 			in.errs.note("dead letter to %s: %v (the message comes again)", in.o.DeadLetter, err)
 			return nil
 		}
+		shm.CrashPoint(crashInAfterDeadLetter)
 	}
 	in.stats.TooLarge.Add(1)
 	fmt.Fprintf(in.o.Log, "refused stream sequence %d: %s\n", seq, reason)
