@@ -443,7 +443,7 @@ func (ty *tally) check(t testing.TB, n uint64) int {
 }
 
 // drainRing pops the ring into ty until it has n distinct messages, with
-// the message ids the ring gives them (the in bridge's: stream sequences).
+// the message ids the ring gives them (the in bridge's: 1<<63 | stream sequence).
 func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	t.Helper()
 	buf := make([]byte, r.MaxPayload())
