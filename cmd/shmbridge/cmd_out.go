@@ -85,6 +85,9 @@ func runOut(c *cli.Context, path string) error {
 		return err
 	}
 	defer jnl.Close()
+	if n := jnl.Dropped(); n > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "journal %s: %d of the oldest ids carried from earlier lives dropped past the cap of 2^20 (a republish of one is not counted as a late duplicate)\n", journalPath, n)
+	}
 	stats := &bridge.Stats{}
 	s, err := connect(c, stats,
 		jetstream.WithPublishAsyncMaxPending(c.Int("max-pending")),

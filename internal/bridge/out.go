@@ -300,11 +300,32 @@ func (o *Out) acked(ctx context.Context, it *outItem, ack *jetstream.PubAck) err
 	}
 	o.stats.Published.Add(1)
 	if it.prior && o.o.DupWindow > 0 && time.Since(it.first) >= o.o.DupWindow {
+		// Rare (a prior message stored anew past the window): the
+		// stream's window may have been changed since the start.
+		o.refreshWindow(ctx, ack.Stream)
+	}
+	if it.prior && o.o.DupWindow > 0 && time.Since(it.first) >= o.o.DupWindow {
 		o.stats.LateDuplicates.Add(1)
 		fmt.Fprintf(o.o.Log, "late duplicate: %s first published %s ago, past the %v duplicate window: stored again as stream sequence %d\n",
 			it.msg.Header.Get(jetstream.MsgIDHeader), time.Since(it.first).Round(time.Millisecond), o.o.DupWindow, ack.Sequence)
 	}
 	return nil
+}
+
+// refreshWindow re-reads the stream's duplicate window (keeping the one
+// known when the server cannot be asked).
+func (o *Out) refreshWindow(ctx context.Context, stream string) {
+	s, ok := o.streams[stream]
+	if !ok {
+		var err error
+		if s, err = o.js.Stream(ctx, stream); err != nil {
+			return
+		}
+		o.streams[stream] = s
+	}
+	if info, err := s.Info(ctx); err == nil && info.Config.Duplicates > 0 {
+		o.o.DupWindow = info.Config.Duplicates
+	}
 }
 
 // verifyDuplicate reads back the stored copy a duplicate PubAck names

@@ -67,6 +67,7 @@ type Journal struct {
 	seq      uint64
 	inflight map[uint64][]Entry // batch seq → its entries, until acked
 	carried  map[uint64]int64   // from earlier lives: id → first publish
+	dropped  int                // carried ids dropped at Open past the cap (the oldest)
 	buf      []byte
 }
 
@@ -170,7 +171,8 @@ func (j *Journal) load(b []byte) error {
 		}
 	}
 	if len(j.carried) > maxCarried {
-		j.dropOldest(len(j.carried) - maxCarried)
+		j.dropped = len(j.carried) - maxCarried
+		j.dropOldest(j.dropped)
 	}
 	return nil
 }
@@ -253,6 +255,11 @@ func (j *Journal) record(kind byte, seq uint64, es []Entry) []byte {
 	binary.LittleEndian.PutUint32(b[4:], crc32.ChecksumIEEE(body))
 	return b
 }
+
+// Dropped is how many carried ids Open dropped past the cap of 2^20 (the
+// oldest first): a republish of one of them is counted as published, not
+// as a late duplicate. The out bridge says so in one line at start.
+func (j *Journal) Dropped() int { return j.dropped }
 
 // FirstPublished is when a copy of message id was first published by an
 // earlier life of the bridge, if the journal says it may have been.
