@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Checks the Promela models with Spin: for each configuration, a safety run
-# (assertions and invalid end states: deadlocks), and an LTL run under
-# weak fairness (acceptance cycles: livelocks, and a drain that never
-# finishes); then each known-bad variant, which must be rejected with a
-# counterexample. Any error, an incomplete search, or a bad variant that
-# passes fails the script. Installs Spin when it is missing (a failed
-# install fails, it never skips). Needs gcc.
+# Checks the Promela models with Spin: each configuration in one run of
+# the LTL claim <> finished with no fairness assumed, which reports any
+# assertion violated, any deadlock (a run that stops unfinished: Spin's
+# stutter extension) and any livelock (a cycle that never finishes); then
+# each known-bad variant, which the same run must reject with a
+# counterexample. Any
+# error, an incomplete search, or a bad variant that passes fails the
+# script. Two checks run at a time (JOBS; CI has 2 cores). Installs Spin
+# when it is missing (a failed install fails, it never skips). Needs gcc.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -25,6 +27,7 @@ command -v gcc >/dev/null || { echo "gcc not found (the race detector needs it t
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failed=0
+jobs_max=${JOBS:-2}
 
 # build DIR MODEL CFLAGS DEFINES...: spin -a and gcc in DIR
 build() {
@@ -36,41 +39,89 @@ build() {
 		{ echo "FAIL: spin -a or gcc for $model $*"; cat "$dir"/spin.out "$dir"/gcc.out 2>/dev/null | tail -5; return 1; }
 }
 
-# expect_pass NAME MODEL DEFINES...: safety, then the LTL claim with fairness
-expect_pass() {
+# One run per check: pan with the never claim of <> finished, searching
+# for acceptance cycles with no fairness assumed. It checks all three
+# kinds of property at once: every assertion (in the claim's scope, which
+# lasts until finished is set, the drainer's last step), every deadlock
+# (Spin extends a run that stops by stuttering its last state: a stop
+# before finished is an accepting cycle, an invalid end state included),
+# and every livelock (a cycle that never finishes). docs/design.md,
+# "Models (Spin)", says why this is the safety run and the liveness run
+# in one; a separate -DSAFETY build would add a compile per check.
+cflags="-DCOLLAPSE -DNOFAIR"
+
+# expect_pass NAME MODEL DEFINES...: no error, search complete
+expect_pass_now() {
 	local name=$1 model=$2
 	shift 2
 	local d="$work/$name"
-	build "$d/safety" "$model" "-DSAFETY -DNOCLAIM -DCOLLAPSE" "$@" || { failed=1; return; }
-	(cd "$d/safety" && ./pan -m2000000 >pan.out 2>&1) || true
-	if ! grep -q 'errors: 0' "$d/safety/pan.out" || grep -q 'Search not completed' "$d/safety/pan.out"; then
-		echo "FAIL: $name safety"; grep -E 'pan:|error|Search' "$d/safety/pan.out" | head -5; failed=1; return
+	build "$d" "$model" "$cflags" "$@" || { failed=1; return; }
+	(cd "$d" && ./pan -a -m4000000 >pan.out 2>&1) || true
+	if ! grep -q 'errors: 0' "$d/pan.out" || grep -q 'Search not completed' "$d/pan.out"; then
+		echo "FAIL: $name"; grep -E 'pan:|error|Search' "$d/pan.out" | head -5; failed=1; return
 	fi
-	echo "ok   $name safety: $(grep -E 'states, stored' "$d/safety/pan.out" | awk '{print $1}') states"
-	build "$d/ltl" "$model" "-DCOLLAPSE" "$@" || { failed=1; return; }
-	(cd "$d/ltl" && ./pan -a -f -m2000000 -N delivered >pan.out 2>&1) || true
-	if ! grep -q 'errors: 0' "$d/ltl/pan.out" || grep -q 'Search not completed' "$d/ltl/pan.out"; then
-		echo "FAIL: $name ltl (fair runs end with every message delivered)"; grep -E 'pan:|error|Search' "$d/ltl/pan.out" | head -5; failed=1; return
-	fi
-	echo "ok   $name ltl delivered (weak fairness): $(grep -E 'states, stored' "$d/ltl/pan.out" | awk '{print $1}') states"
+	echo "ok   $name: $(grep -E 'states, stored' "$d/pan.out" | awk '{print $1}') states, no assertion, deadlock or cycle without <> finished"
 }
 
-# expect_fail NAME MODEL DEFINES...: the safety run must find a counterexample
-expect_fail() {
+# expect_safe NAME MODEL DEFINES...: a safety build only (assertions and
+# invalid end states, no livelock check), for a configuration whose LTL
+# run does not fit the suite's time (docs/design.md says which, and what
+# its LTL run by hand gave)
+expect_safe_now() {
 	local name=$1 model=$2
 	shift 2
 	local d="$work/$name"
-	build "$d" "$model" "-DSAFETY -DNOCLAIM" "$@" || { failed=1; return; }
-	(cd "$d" && ./pan -m2000000 >pan.out 2>&1) || true
-	if grep -q 'errors: 0' "$d/pan.out" || ! ls "$d"/*.trail >/dev/null 2>&1; then
+	build "$d" "$model" "-DSAFETY -DNOCLAIM -DCOLLAPSE" "$@" || { failed=1; return; }
+	(cd "$d" && ./pan -m4000000 >pan.out 2>&1) || true
+	if ! grep -q 'errors: 0' "$d/pan.out" || grep -q 'Search not completed' "$d/pan.out"; then
+		echo "FAIL: $name"; grep -E 'pan:|error|Search' "$d/pan.out" | head -5; failed=1; return
+	fi
+	echo "ok   $name: $(grep -E 'states, stored' "$d/pan.out" | awk '{print $1}') states, no assertion or invalid end state (safety run only)"
+}
+
+# expect_fail NAME MODEL DEFINES...: the same run must find a counterexample,
+# an assertion violated or an acceptance cycle (not, say, an index out of
+# range: that would be a broken model, not a rejected variant)
+expect_fail_now() {
+	local name=$1 model=$2
+	shift 2
+	local d="$work/$name"
+	build "$d" "$model" "$cflags" "$@" || { failed=1; return; }
+	(cd "$d" && ./pan -a -m4000000 >pan.out 2>&1) || true
+	if grep -q 'errors: 0' "$d/pan.out" || ! ls "$d"/*.trail >/dev/null 2>&1 || ! grep -qE '^pan:1: (assertion violated|acceptance cycle)' "$d/pan.out"; then
 		echo "FAIL: known-bad variant $name passed: the check cannot tell it from the code"; failed=1; return
 	fi
 	echo "ok   $name rejected: $(grep -m1 -E 'pan:1:' "$d/pan.out")"
 }
 
-# Each configuration is small enough for an exhaustive search (one death,
-# at any step of any process but the drainer).
+# Checks run as background jobs, jobs_max at a time, each into its own
+# log (and a .failed mark), printed in order once all are done.
+order=()
+spawn() {
+	local f=$1 name=$2
+	while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+	order+=("$name")
+	(
+		failed=0
+		SECONDS=0
+		"$f" "${@:2}"
+		echo "     $name: ${SECONDS} s"
+		if ((failed)); then touch "$work/$name.failed"; fi
+	) >"$work/$name.log" 2>&1 &
+}
+expect_pass() { spawn expect_pass_now "$@"; }
+expect_fail() { spawn expect_fail_now "$@"; }
+expect_safe() { spawn expect_safe_now "$@"; }
+
+# Each configuration is small enough for an exhaustive search.
+SECONDS=0
 source ./configs.sh
+wait
+for name in "${order[@]}"; do
+	cat "$work/$name.log"
+	if [[ -e "$work/$name.failed" ]]; then failed=1; fi
+done
+echo "models: ${#order[@]} checks in ${SECONDS} s wall, $jobs_max at a time"
 
 if ((failed)); then
 	echo "models: FAILED"

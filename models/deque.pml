@@ -9,9 +9,27 @@
  * "crash: NAME" comments mark the model step a crash point of the code
  * corresponds to (the D there is where a death at that point lands).
  *
- * Known-bad variant (models/check.sh requires a counterexample):
- *   BAD_ADOPT_NOPROOF  Adopt takes the owner role without asking whether
- *                      the owner is alive: two live owners move bottom.
+ * Known-bad variants (models/check.sh requires a counterexample of each):
+ *   BAD_ADOPT_NOPROOF   Adopt takes the owner role without asking whether
+ *                       the owner is alive: two live owners move bottom.
+ *   BAD_STEAL_NOCAS     a steal takes the message at top with a store of
+ *                       the word it loaded, not the CAS the owner's pop of
+ *                       the last message races: both take it.
+ *   BAD_STALE_JUDGE     a steal helps top past a READING slot judged
+ *                       consumed against an owner word loaded after the
+ *                       slot word, without re-reading the slot (the code
+ *                       before the model found it): a dead owner's pop
+ *                       rolled back in between is stepped past, lost
+ *                       (needs -DWITH_ADOPTER).
+ *   BAD_RELEASE_FORWARD fixBottom releases a dead owner's push-batch claims
+ *                       first to last (the code before the model found
+ *                       it): a repair killed after the first leaves the
+ *                       rest WRITING behind a free bottom, which no repair
+ *                       finds (needs -DDQBATCH -DMAXD=2).
+ *
+ * Configuration: -DDQBATCH (the owner's TryPushBatch of 2 and TryPopBatch
+ * of 2, the thief's TryStealBatch of 2), -DCLAIM, -DWITH_ADOPTER, -DC=,
+ * -DMAXD=, -DNPUSH=, -DNPOP=.
  */
 
 #ifndef C
@@ -27,7 +45,10 @@
 #define NPUSH 2        /* the owner's pushes: messages 1..NPUSH */
 #endif
 #ifndef NPOP
-#define NPOP 1         /* the owner's pops after its pushes */
+#define NPOP 2         /* the owner's pops after its pushes: the second races the thief for the last message */
+#endif
+#ifdef POPS
+#error "deque.pml counts the owner's pops with NPOP (POPS is ring.pml's)"
 #endif
 #define MADOPT (NPUSH+1) /* the adopter's message */
 #define NMSG (NPUSH+1)
@@ -75,18 +96,21 @@ byte nfin;
 bool finished;
 
 #define LIVEENT(e) (gent[e] != 0 && alive[gent[e]-1])
-#define D if :: (mortal && ndeaths < MAXD) -> goto died :: skip fi
+/* the death is counted in the step that decides it, so MAXD bounds the
+ * deaths of a run exactly (two processes cannot both pass the guard) */
+#define D if :: atomic { (mortal && ndeaths < MAXD) -> ndeaths++ }; goto died :: skip fi
 
 #define LOCALS \
 	bool mortal = true; byte mystamp; byte myent; byte mygen; \
 	byte t, b, p, lap, i, j, ws, wo, wl, wd, res, k, x1, x2, got, stale, os, vs, vg, taker, s, g, le, lg, e, t2; \
 	int dd; bool ok, busy, dead, halive, cons, adopted; \
-	byte rws, rwo, rwl, rwd; bool rdead[NE]
+	byte rws, rwo, rwl, rwd; bool rdead[NE]; \
+	byte kk, nw, lo, low, nt, nb, nn, ns; bool stolen; byte tpos[2]; byte pay[2]; byte spos[2]
 
 #define DIE \
 died: skip; \
 	d_step { \
-		alive[me] = false; ndeaths++; nfin++; gowner[me] = false; \
+		alive[me] = false; nfin++; gowner[me] = false; \
 		k = 0; \
 		do \
 		:: k < C -> \
@@ -106,6 +130,8 @@ died: skip; \
 #define RESET atomic { t = 0; b = 0; p = 0; lap = 0; i = 0; j = 0; ws = 0; wo = 0; wl = 0; wd = 0; res = 0; x1 = 0; x2 = 0; got = 0; \
 	stale = 0; os = 0; vs = 0; vg = 0; taker = 0; s = 0; g = 0; le = 0; lg = 0; t2 = 0; dd = 0; ok = 0; busy = 0; dead = 0; \
 	halive = 0; cons = 0; rws = 0; rwo = 0; rwl = 0; rwd = 0; \
+	kk = 0; nw = 0; lo = 0; low = 0; nt = 0; nb = 0; nn = 0; ns = 0; stolen = 0; \
+	tpos[0] = 0; tpos[1] = 0; pay[0] = 0; pay[1] = 0; spos[0] = 0; spos[1] = 0; \
 	e = 0; do :: e < NE -> rdead[e] = 0; e++ :: else -> break od; e = 0 }
 
 #define LOAD(q, a, bb, c, f) atomic { a = st[q]; bb = ow[q]; c = lp[q]; f = dv[q] }
@@ -259,7 +285,13 @@ inline steal(ns) {
 				SCAS(i, ws, wo, wl, wd, POISONED, 0, wl, wd, ok); D;
 				if :: ok -> CASB(top, t, t+1); D :: else -> skip fi
 			:: dd == 0 && ws == READY && wd < LIMIT ->
+#ifndef BAD_STEAL_NOCAS
 				atomic { SCAS(i, ws, wo, wl, wd, ns, mystamp, lap, wd+1, ok); if :: ok -> TOOK(i) :: else -> skip fi };
+#else
+				/* the slot taken by a store of the word seen, no CAS: the
+				 * owner's pop of the last message may take it in between */
+				atomic { st[i] = ns; ow[i] = mystamp; lp[i] = lap; dv[i] = wd+1; ok = true; TOOK(i) };
+#endif
 				if
 				:: ok ->
 					D; /* crash: deque.steal.after-take */
@@ -271,7 +303,18 @@ inline steal(ns) {
 			:: else ->
 				consumed();
 				if
-				:: cons -> CASB(top, t, t+1); D
+				:: cons && ws == READING ->
+					/* judged against the owner word loaded now: only if
+					 * the slot still holds the word seen (a dead owner's
+					 * pop rolled back under a stale word otherwise;
+					 * -DBAD_STALE_JUDGE: without the re-read) */
+#ifndef BAD_STALE_JUDGE
+					atomic { ok = (st[i] == ws && ow[i] == wo && lp[i] == wl && dv[i] == wd) };
+#else
+					ok = true;
+#endif
+					if :: ok -> CASB(top, t, t+1); D :: else -> skip fi
+				:: cons && ws != READING -> CASB(top, t, t+1); D
 				:: !cons && dd == 0 && (ws == FREE || ws == WRITING || ws == READING) ->
 					/* the owner is mid-operation: look again a bounded number of times */
 					if :: stale < 1 -> stale++ :: res = 1 fi
@@ -292,11 +335,12 @@ inline copyOut(q, s0) {
 }
 
 /* free(slot q) from the word as it is now, with the delivery of x1 */
-inline freeSlot(q) {
+#define freeSlot(q) freeSlotOf(q, x1)
+inline freeSlotOf(q, xm) {
 	do
 	:: LOAD(q, rws, rwo, rwl, rwd);
 		assert(rwo == mystamp && (rws == READING || rws == LEASED)); /* still ours: no repair took it */
-		atomic { SCAS(q, rws, rwo, rwl, rwd, FREE, 0, rwl+1, 0, ok); if :: ok -> gown[q] = 0; DELIVER(x1) :: else -> skip fi };
+		atomic { SCAS(q, rws, rwo, rwl, rwd, FREE, 0, rwl+1, 0, ok); if :: ok -> gown[q] = 0; DELIVER(xm) :: else -> skip fi };
 		D;
 		if :: ok -> break :: else -> skip fi
 	od
@@ -315,9 +359,46 @@ inline fixBottom() {
 		dd = wl - lap;
 		if
 		:: dd == 0 && ws == WRITING && wo == vs && vs != 0 ->
-			/* release the dead owner's claim (a push batch's run: each next WRITING of its own lap too) */
-			atomic { SCAS(i, ws, wo, wl, wd, FREE, 0, wl, 0, ok); if :: ok -> NOTLIVE(vs); gown[i] = 0 :: else -> skip fi };
-			D; break
+			/* release the dead owner's claims: a single push's at b, or a
+			 * push batch's run from b on, each WRITING at its own lap; the
+			 * run's end found first, then released last first, so a
+			 * death part way leaves a run from b (-DBAD_RELEASE_FORWARD:
+			 * first to last, as the code did) */
+			p = b + 1;
+			do
+			:: p < b + C ->
+				atomic { lap = p / C; i = p % C };
+				LOAD(i, ws, wo, wl, wd);
+				if
+				:: ws == WRITING && wo == vs && wl == lap -> p++
+				:: else -> break
+				fi
+			:: else -> break
+			od;
+#ifndef BAD_RELEASE_FORWARD
+			do
+			:: p > b ->
+				p--;
+#else
+			t2 = p; p = b;
+			do
+			:: p < t2 ->
+#endif
+				atomic { lap = p / C; i = p % C };
+				LOAD(i, ws, wo, wl, wd);
+				if
+				:: ws == WRITING && wo == vs && wl == lap ->
+					atomic { SCAS(i, ws, wo, wl, wd, FREE, 0, wl, 0, ok); if :: ok -> NOTLIVE(vs); gown[i] = 0 :: else -> skip fi };
+					if :: !ok -> break :: else -> skip fi;
+					D /* crash: deque.repair.mid-release (when more are left) */
+				:: else -> break
+				fi;
+#ifdef BAD_RELEASE_FORWARD
+				p++
+#endif
+			:: else -> break
+			od;
+			break
 		:: dd == 0 && ws == READING && wo == vs && vs != 0 ->
 			atomic { SCAS(i, ws, wo, wl, wd, READY, 0, wl, wd, ok); if :: ok -> NOTLIVE(vs); gown[i] = 0 :: else -> skip fi };
 			D;
@@ -448,8 +529,9 @@ inline adopt() {
 	fi
 }
 
-/* claimBottom + pushBottom of message m: res 0 pushed, 1 full */
-inline push(m) {
+/* claimBottom: up to the CAS that takes the position at bottom (b, slot
+ * i, lap lap); res 0 taken, 1 full */
+inline claimBottom() {
 	do
 	:: b = bottom;
 		if
@@ -488,7 +570,15 @@ inline push(m) {
 		:: dd == -1 && ws == READING -> res = 1; break
 		:: else -> assert(false) /* ErrCorrupt on undamaged memory */
 		fi
-	od;
+	od
+}
+
+/* Push blocked: bottomSlot judged (healSlot) */
+#define PUSHHEAL if :: wo = ow[(bottom) % C]; heal() :: skip fi
+
+/* claimBottom + pushBottom of message m: res 0 pushed, 1 full */
+inline push(m) {
+	claimBottom();
 	if
 	:: res == 0 ->
 		D; /* crash: deque.push.after-claim */
@@ -499,9 +589,51 @@ inline push(m) {
 		BSTORE(b+1);
 		D; /* crash: deque.push.after-publish */
 		pushedRet[m] = true
-	:: else ->
-		/* Push blocked: bottomSlot judged (healSlot) */
-		if :: wo = ow[(bottom) % C]; heal() :: skip fi
+	:: else -> PUSHHEAL
+	fi
+}
+
+/* pushRun (deque_batch.go) of messages 1 and 2: claimBottom, the next
+ * position claimed by the CAS FREE(L) -> WRITING(L, me) if it is inside
+ * the window and exactly free, then each written and published, then
+ * bottom moved past the run once. kk: how many the run took (0: full). */
+inline pushRun2() {
+	kk = 0;
+	claimBottom();
+	if
+	:: res == 0 ->
+		kk = 1;
+		if
+		:: C > 1 ->
+			p = b + 1;
+			if :: p - tseen >= C -> tseen = top :: else -> skip fi;
+			if
+			:: p - tseen < C ->
+				atomic { lap = p / C; j = p % C };
+				atomic { SCAS(j, FREE, 0, lap, 0, WRITING, mystamp, lap, 0, ok); if :: ok -> TOOK(j); kk = 2 :: else -> skip fi };
+				j = 0
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi;
+		D; /* crash: deque.push-batch.after-claims */
+		nw = 0;
+		do
+		:: nw < kk ->
+			atomic { lap = (b+nw) / C; i = (b+nw) % C };
+			atomic { MINE(i, WRITING, lap); d1[i] = 1+nw }; D;
+			atomic { MINE(i, WRITING, lap); d2[i] = 1+nw }; D;
+			atomic { MINE(i, WRITING, lap); st[i] = READY; ow[i] = 0; dv[i] = 0; gown[i] = 0 };
+			D; /* crash: deque.push-batch.mid-publish, deque.push-batch.after-publish */
+			nw++
+		:: else -> break
+		od;
+		BSTORE(b+kk);
+		D; /* crash: deque.push-batch.after-advance */
+		nw = 0;
+		pushedRet[1] = true;
+		if :: kk == 2 -> pushedRet[2] = true :: else -> skip fi
+	:: else -> PUSHHEAL
 	fi
 }
 
@@ -567,6 +699,135 @@ inline pop() {
 	od
 }
 
+/* popRunBottom (deque_batch.go): up to nb messages at the bottom, newest
+ * first. The run is announced at once (bottom lowered past it), each
+ * READY position taken by popBottom's CAS from b-1 down; a consumed
+ * position above top is a burn (stepped below), at or below top a
+ * thief's take (the run stops, top helped past it); bottom goes back to
+ * the lowest position taken or stepped below; then every message is
+ * copied out, and only then the slots freed, highest first.
+ * nt: taken; res 0 (go on), 1 empty, 4 take from the top. */
+inline popRunBottom() {
+	b = bottom; t = top;
+	nt = 0;
+	if
+	:: b <= t -> res = 1
+	:: else ->
+		lo = b - (nb < b - t -> nb : b - t);
+		BSTORE(lo);
+		D; /* crash: deque.pop-batch.after-announce */
+		low = b; stolen = false; res = 0;
+		p = b;
+		do
+		:: p > lo ->
+			p--;
+			atomic { lap = p / C; i = p % C };
+			LOAD(i, ws, wo, wl, wd);
+			dd = wl - lap;
+			if
+			:: dd == 0 && ws == READY && wd >= LIMIT -> res = 4; break
+			:: dd == 0 && ws == READY && wd < LIMIT ->
+				atomic { SCAS(i, ws, wo, wl, wd, READING, mystamp, lap, wd+1, ok); if :: ok -> TOOK(i) :: else -> skip fi };
+				if
+				:: !ok -> break /* a thief won it */
+				:: else ->
+					tpos[nt] = p; nt++; low = p;
+					if :: p > lo -> D /* crash: deque.pop-batch.mid-take */ :: else -> skip fi
+				fi
+			:: else ->
+				consumed();
+				if
+				:: cons || (dd == 0 && ws == READING && wo == mystamp) ->
+					t2 = top;
+					if
+					:: p > t2 -> low = p /* burned: step below it */
+					:: else -> stolen = true; break
+					fi
+				:: else -> assert(false) /* ErrCorrupt on undamaged memory */
+				fi
+			fi
+		:: else -> break
+		od;
+		if :: low != lo -> BSTORE(low); D :: else -> skip fi;
+		if :: stolen -> CASB(top, low-1, low); D :: else -> skip fi;
+		if
+		:: nt > 0 ->
+			D; /* crash: deque.pop-batch.after-take */
+			j = 0;
+			do
+			:: j < nt -> i = tpos[j] % C; copyOut(i, READING); pay[j] = x1; j++
+			:: else -> break
+			od;
+			D; /* crash: deque.pop-batch.after-copy */
+			j = 0;
+			do
+			:: j < nt ->
+				atomic { i = tpos[j] % C; lap = tpos[j] / C };
+				atomic { MINE(i, READING, lap); st[i] = FREE; ow[i] = 0; dv[i] = 0; gown[i] = 0; DELIVER(pay[j]) };
+				j++;
+				if :: j < nt -> D /* crash: deque.pop-batch.mid-free */ :: else -> skip fi
+			:: else -> break
+			od;
+			j = 0;
+			D
+		:: else -> skip
+		fi
+	fi
+}
+
+/* popBatchBottom of 2 buffers: runs while they go on; where a run cannot,
+ * popBottom's ways (a returned message when empty, a message at the
+ * delivery limit taken from the top). nn: popped. */
+inline popBatch2() {
+	nn = 0;
+	do
+	:: nn < 2 ->
+		nb = 2 - nn;
+		popRunBottom();
+		nn = nn + nt;
+		if
+		:: res == 0 -> skip
+		:: res == 1 && pending != 0 -> popReturned(); if :: res == 0 -> nn++ :: else -> break fi
+		:: res == 4 -> steal(LEASED); if :: res == 0 -> copyOut(i, LEASED); freeSlot(i); nn++ :: else -> break fi
+		:: else -> break
+		fi
+	:: else -> break
+	od
+}
+
+/* stealRun (deque_batch.go) of 2: each message taken by steal (slot CAS,
+ * then top) before the next, then both copied out, then both freed. ns:
+ * taken. */
+inline stealRun2(ns_) {
+	ns = 0;
+	do
+	:: ns < 2 ->
+		steal(ns_);
+		if :: res == 0 -> spos[ns] = i; ns++ :: else -> break fi
+	:: else -> break
+	od;
+	if
+	:: ns > 0 ->
+		D; /* crash: deque.steal-batch.after-take */
+		nw = 0;
+		do
+		:: nw < ns -> copyOut(spos[nw], ns_); pay[nw] = x1; nw++
+		:: else -> break
+		od;
+		D; /* crash: deque.steal-batch.after-copy */
+		nw = 0;
+		do
+		:: nw < ns ->
+			freeSlotOf(spos[nw], pay[nw]);
+			nw++;
+			if :: nw < ns -> D /* crash: deque.steal-batch.mid-free */ :: else -> skip fi
+		:: else -> break
+		od;
+		nw = 0
+	:: else -> skip
+	fi
+}
+
 /* Close of a handle that holds no lease: the owner role given up, the entry freed */
 inline closeHandle() {
 	if
@@ -582,19 +843,32 @@ inline closeHandle() {
 proctype owner() {
 	byte me = OWNER;
 	byte tseen = 0;
+	byte nc;
 	LOCALS;
 	mystamp = 1; myent = 0; mygen = 0;
 	D;
-	x2 = 1;
+	/* the calls are counted in nc, a local no inline touches (copyOut
+	 * sets x2: counting pops in x2 once made NPOP=2 run one pop) */
+#ifndef DQBATCH
+	nc = 1;
 	do
-	:: x2 <= NPUSH -> push(x2); x2++
+	:: nc <= NPUSH -> push(nc); nc++
 	:: else -> break
 	od;
-	x2 = 0;
+	nc = 0;
 	do
-	:: x2 < NPOP -> pop(); x2++
+	:: nc < NPOP -> pop(); nc++
 	:: else -> break
 	od;
+#else
+	/* TryPushBatch of messages 1 and 2 (a second run for message 2 if the
+	 * first took one: a run of one is pushBottom's steps), then one
+	 * TryPopBatch of 2 */
+	pushRun2();
+	if :: kk == 1 -> push(2) :: else -> skip fi;
+	RESET;
+	popBatch2();
+#endif
 	closeHandle();
 	nfin++;
 	goto end;
@@ -609,6 +883,7 @@ proctype thief() {
 	mystamp = 2; myent = 1; mygen = 0;
 	D;
 #ifndef CLAIM
+#ifndef DQBATCH
 	steal(READING);
 	if
 	:: res == 0 ->
@@ -616,6 +891,13 @@ proctype thief() {
 		D; /* crash: deque.steal.after-copy */
 		freeSlot(i)
 	:: else ->
+#else
+	/* TryStealBatch of 2 */
+	stealRun2(READING);
+	if
+	:: ns > 0 -> skip
+	:: else ->
+#endif
 		/* Steal blocked: topSlot judged (healSlot) */
 		if
 		:: t = top; b = bottom;
@@ -636,7 +918,7 @@ proctype thief() {
 		j = i;
 		copyOut(j, LEASED);
 		DELIVER(x1);
-		D; /* test.lease.processing */
+		D; /* test.lease.processing; crash: deque.claim-batch.after-take (claimBatch is a loop of steal(LEASED), nothing between: docs/design.md) */
 		if
 		:: /* Ack */
 			do
@@ -644,7 +926,7 @@ proctype thief() {
 				assert(rws == LEASED && rwo == mystamp);
 				D; /* crash: deque.ack.before-free */
 				atomic { SCAS(j, rws, rwo, rwl, rwd, FREE, 0, rwl+1, 0, ok); if :: ok -> gown[j] = 0 :: else -> skip fi };
-				D;
+				D; /* crash: deque.ack-batch.mid-free (AckBatch is a loop of ack: after one's free CAS) */
 				if :: ok -> break :: else -> skip fi
 			od
 		:: /* Release */

@@ -8,7 +8,7 @@
  *
  * Comments of the form "crash: NAME" mark the step of the model that a
  * crash point of the code corresponds to (the D right after it is where a
- * death at that point lands); models/crashpoints_test.go checks that every
+ * death at that point lands); every_crash_point_has_a_model_step_or_a_crash_window_row_test.go checks that every
  * crash point of the code is named here or in the deque model, or has a
  * row in docs/design.md's crash-window tables.
  *
@@ -22,6 +22,9 @@
  *                a live consumer is still copying out.
  */
 
+#ifdef NPOP
+#error "ring.pml counts the popper's calls with POPS (NPOP is deque.pml's)"
+#endif
 #ifndef C
 #define C 2            /* capacity (slots) */
 #endif
@@ -99,8 +102,10 @@ bool finished;        /* the drainer checked every delivery */
 
 /* A death may land here: the process stops for good, its memory stays as
  * it is and the kernel drops its entry locks (the oracle: an entry lock
- * nobody holds). */
-#define D if :: (mortal && ndeaths < MAXD) -> goto died :: skip fi
+ * nobody holds). The death is counted in the step that decides it, so
+ * MAXD bounds a run's deaths exactly (before, two processes could both
+ * pass the guard before either counted). */
+#define D if :: atomic { (mortal && ndeaths < MAXD) -> ndeaths++ }; goto died :: skip fi
 
 #define LOCALS \
 	bool mortal = true; byte mystamp; byte myent; byte mygen; \
@@ -113,7 +118,7 @@ bool finished;        /* the drainer checked every delivery */
 #define DIE \
 died: skip; \
 	d_step { \
-		alive[me] = false; ndeaths++; nfin++; \
+		alive[me] = false; nfin++; \
 		k = 0; \
 		do \
 		:: k < C -> \
@@ -832,16 +837,72 @@ end:
 	RESET
 }
 
+/* Ack of the lease in slot rj: CAS from the word as it is now (burns
+ * move its lap) */
+inline ackLease() {
+	do
+	:: LOAD(rj, rws, rwo, rwl, rwd); D;
+		assert(rws == LEASED && rwo == mystamp);
+		D; /* crash: ring.ack.before-free */
+		atomic {
+			SCAS(rj, LEASED, mystamp, rwl, rwd, FREE, 0, rwl+1, 0, ok);
+			if :: ok -> gown[rj] = 0 :: else -> skip fi
+		}
+		D;
+		if :: ok -> break :: else -> skip fi
+	od
+}
+
+/* Lease.Data of slot rj: the payload, zero-copy, delivered */
+inline leaseData() {
+	atomic { x1 = d1[rj] }; D; atomic { x2 = d2[rj] };
+	assert(x1 == x2 && x1 >= 1 && x1 <= NMSG && !aborted[x1]);
+	DELIVER(x1)
+}
+
 proctype claimer() {
 	byte me = CLAIMER;
 	LOCALS;
 	attachTo(3);
+#ifdef CLAIMBATCH
+	/* TryClaimBatch of 2 (claimRun: take, takeNext, one advance of the
+	 * head), then AckBatch (a loop of Ack) */
 	take(LEASED);
 	if
 	:: res == 0 ->
-		D; /* crash: ring.claim.after-take, ring.claim-batch.after-take */
+		t = hd; rj = i; got = 1;
+		takeNext(LEASED);
+		if :: ok -> got = 2; s = i :: else -> skip fi;
+		D; /* crash: ring.claim-batch.after-take */
+		do
+		:: hd = head; D;
+			if
+			:: hd >= t && hd < t+got ->
+				atomic { if :: head == hd -> head = t+got; ok = true :: else -> ok = false fi }; D;
+				if :: ok -> break :: else -> skip fi
+			:: else -> break
+			fi
+		od;
+		D; /* crash: ring.claim-batch.after-advance */
+		leaseData();
+		if :: got == 2 -> e = rj; rj = s; leaseData(); rj = e :: else -> skip fi;
+		D; /* test.lease.processing */
+		ackLease();
+		if
+		:: got == 2 ->
+			D; /* crash: ring.ack-batch.mid-free */
+			rj = s; ackLease()
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+#else
+	take(LEASED);
+	if
+	:: res == 0 ->
+		D; /* crash: ring.claim.after-take */
 		CASB(head, hd, hd+1);
-		D; /* crash: ring.claim.after-advance, ring.claim-batch.after-advance */
+		D; /* crash: ring.claim.after-advance */
 		rj = i;
 		/* Lease.Data: the payload, zero-copy */
 		atomic { x1 = d1[rj] }; D; atomic { x2 = d2[rj] };
@@ -853,7 +914,7 @@ proctype claimer() {
 			do
 			:: LOAD(rj, rws, rwo, rwl, rwd); D;
 				assert(rws == LEASED && rwo == mystamp);
-				D; /* crash: ring.ack.before-free, ring.ack-batch.mid-free */
+				D; /* ring.ack.before-free */
 				atomic {
 					SCAS(rj, LEASED, mystamp, rwl, rwd, FREE, 0, rwl+1, 0, ok);
 					if :: ok -> gown[rj] = 0 :: else -> skip fi
@@ -884,6 +945,7 @@ proctype claimer() {
 		fi
 	:: else -> skip
 	fi;
+#endif
 	detach();
 	nfin++;
 	goto end;

@@ -37,7 +37,10 @@
 // (ErrSizeMismatch), and, for read-only opens, files with holes
 // (ErrSparse; a read-write open reserves the holes instead, or fails with
 // ErrSparse and ErrNoSpace on a full filesystem). Every error names the
-// path and wraps its sentinel.
+// path and wraps its sentinel. The order: what may be read (regular,
+// owner, one link), then what the file is (a file whose first bytes are
+// neither the magic nor zeros is layout.ErrBadMagic whatever its mode),
+// then whether it may be used (the mode), then the header and the size.
 //
 // # Truncation by another process
 //

@@ -365,17 +365,29 @@ func openFile(path string, o *options) (fd int, st unix.Stat_t, deadline time.Ti
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fail(err)
 		}
-		if err := checkStat(&st, o); err != nil {
+		// The checks in the order that is safe and says the most: what
+		// may be read at all (a regular file: nothing else is read; one
+		// owner we trust to read; one link, so that the bytes are not
+		// another file's, hard-linked here to make us print them), then
+		// what the file is (a stray text file is "not a shmkit file",
+		// whatever its mode), and last whether we may use it (the mode:
+		// a shmkit file others may read or write is refused before
+		// anything trusts its header). Reading a few bytes of a regular
+		// file of ours trusts nothing of it.
+		if err := checkReadable(&st, o); err != nil {
+			return fail(err)
+		}
+		// A file that is not a start of a shmkit file is not one being
+		// created: say so now. Zeros may be a creator's that has sized
+		// the file but not written it.
+		if err := notShmkit(fd, st.Size); err != nil {
+			return fail(err)
+		}
+		if err := checkMode(&st, o); err != nil {
 			return fail(err)
 		}
 		if st.Size >= layout.HeaderSize {
 			break
-		}
-		// A short file that is not a start of a shmkit file (a stray
-		// text file, say) is not one being created: say so now. Zeros
-		// may be a creator's that has sized the file but not written it.
-		if err := notShmkit(fd, st.Size); err != nil {
-			return fail(err)
 		}
 		// A creator writing in place (not shmkit's Create) may not have
 		// sized the file yet. Rare, bounded: a short sleep is fine here.
@@ -536,15 +548,19 @@ func (r *Region) waitReady(deadline time.Time) error {
 	}
 }
 
-// notShmkit is ErrBadMagic for a file shorter than a header whose bytes
-// (up to the magic's length) are neither the start of the magic nor
-// zeros; nil otherwise, and when they cannot be read (the caller's checks
-// that follow say why).
+// notShmkit is ErrBadMagic for a file whose first bytes (up to the
+// magic's length) are neither the magic (or, in a file shorter than it,
+// its start) nor zeros; nil otherwise, and when they cannot be read (the
+// caller's checks that follow say why). A file shorter than a header is
+// named by its size, as a stray text file is best recognised.
 func notShmkit(fd int, size int64) error {
 	var b [len(layout.Magic)]byte
 	n, err := unix.Pread(fd, b[:min(int(size), len(b))], 0)
 	if err != nil || n <= 0 || isBlank(b[:n]) || string(b[:n]) == layout.Magic[:n] {
 		return nil
+	}
+	if size >= layout.HeaderSize {
+		return fmt.Errorf("%w: % x", layout.ErrBadMagic, b[:n])
 	}
 	return fmt.Errorf("%w: a %d-byte file starting % x", layout.ErrBadMagic, size, b[:n])
 }
@@ -558,8 +574,12 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// checkStat applies the hostile-directory rules to an open file.
-func checkStat(st *unix.Stat_t, o *options) error {
+// checkReadable applies the hostile-directory rules that decide whether
+// the file may be read at all: a regular file (a FIFO or device is never
+// read), of an owner we trust, with one link (a hard link may be another
+// user's way of making us read, and print, a file that is not ours to
+// show).
+func checkReadable(st *unix.Stat_t, o *options) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: mode %#o", ErrNotRegular, st.Mode&unix.S_IFMT)
 	}
@@ -569,6 +589,12 @@ func checkStat(st *unix.Stat_t, o *options) error {
 	if st.Nlink != 1 {
 		return fmt.Errorf("%w: %d links", ErrLinked, st.Nlink)
 	}
+	return nil
+}
+
+// checkMode applies the rule that decides whether a shmkit file may be
+// used: no permission bits beyond the allowance.
+func checkMode(st *unix.Stat_t, o *options) error {
 	if extra := os.FileMode(st.Mode).Perm() &^ o.mode; extra != 0 {
 		return fmt.Errorf("%w: mode %#o, allowed %#o", ErrPermissive, os.FileMode(st.Mode).Perm(), o.mode)
 	}

@@ -17,6 +17,7 @@ const (
 	crashDequePushAfterRepublish   = "deque.push.after-republish"
 	crashDequePushAfterWrite       = "deque.push.after-write"
 	crashDequeRepairAfterFixBottom = "deque.repair.after-fix-bottom"
+	crashDequeRepairMidRelease     = "deque.repair.mid-release"
 	crashDequeReturnAfterMark      = "deque.return.after-mark"
 	crashDequeStealAfterAdvance    = "deque.steal.after-advance"
 	crashDequeStealAfterCopy       = "deque.steal.after-copy"

@@ -392,6 +392,13 @@ func consumedAtTopFor(sw layout.SlotWord, diff int32, owner uint16) bool {
 	return false
 }
 
+// stealHook, nil outside tests, runs at three places of steal's slow
+// path: 1 after the slot word's first load, 2 after bottom's load, 3
+// after the slot word's second load (before the owner word's load that
+// judges a READING word). deque_thief_never_steps_top_past_a_rolled_back_pop_test.go
+// runs other processes there, an interleaving no timing can arrange.
+var stealHook func(stage int)
+
 // steal takes the message at the top into state (reading or leased),
 // stamped with this participant, and advances top. Returned messages are
 // taken once [top, bottom) is empty (after the newer ones: looking for
@@ -414,7 +421,13 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 		// every push. Anything else needs bottom: is the deque empty, or
 		// is top behind?
 		if diff != 0 || sw.State != layout.SlotReady {
+			if stealHook != nil {
+				stealHook(1)
+			}
 			b := d.bottom.Load()
+			if stealHook != nil {
+				stealHook(2)
+			}
 			if t >= b {
 				if d.pending.Load() != 0 {
 					return d.takeReturned(state, room)
@@ -436,6 +449,9 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			raw = w.Load()
 			sw = layout.UnpackSlot(raw)
 			diff = layout.LapDiff(sw.Lap, lap)
+			if stealHook != nil {
+				stealHook(3)
+			}
 		}
 		switch {
 		case diff == 0 && sw.State == layout.SlotReady:
@@ -459,6 +475,20 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 			return Lease{slot: t & d.mask, lap: lap, data: d.payload(t, sw.Length), id: d.slotID(t), Deliveries: int(taken.Deliveries)}, nil
 
 		case d.consumedAtTop(sw, diff):
+			if sw.State == layout.SlotReading {
+				// READING judged against the owner word loaded just now:
+				// a thief's take only if the slot still holds the word
+				// seen, so that it held it when the owner word was
+				// loaded. Otherwise it may be a dead owner's pop that a
+				// repair rolled back to READY before it freed the role
+				// (the owner word changed under the stale slot word),
+				// and helping top past it would lose the message: found
+				// by models/deque.pml (-DWITH_ADOPTER). No ABA: a
+				// rolled-back message taken again has one delivery more.
+				if w.Load() != raw {
+					continue
+				}
+			}
 			d.top.CompareAndSwap(t, t+1) // help top past a consumed position
 
 		case diff == 0 && (sw.State == layout.SlotFree || sw.State == layout.SlotWriting || sw.State == layout.SlotReading):

@@ -238,18 +238,29 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 			// The dead owner's push: a single push's claim at bottom, or
 			// a push batch's run of claims from bottom on, each WRITING
 			// at its own lap (the run's first messages, published, were
-			// counted in above). Each is released; bottom stays before
-			// the first.
-			for q := b; q < b+d.lay.Capacity; q++ {
+			// counted in above). Each is released, the last first, and
+			// bottom stays before the first: a repair that dies part
+			// way leaves what it did not release still a run of claims
+			// from bottom, which the next repair finds here. (Released
+			// first to last, a death after the first left the others
+			// WRITING behind a free slot at bottom, where no repair
+			// looks: found by models/deque.pml with two deaths.)
+			end := b + 1
+			for end < b+d.lay.Capacity && d.ownersClaim(end, d.slotWord(end).Load(), stamp) {
+				end++
+			}
+			for q := end - 1; ; q-- {
 				wq := d.slotWord(q)
 				rq := wq.Load()
-				sq := layout.UnpackSlot(rq)
-				if sq.Validate(&d.lay.SlotGeometry) != nil || sq.State != layout.SlotWriting || sq.Owner != stamp || sq.Lap != d.lay.LapOf(q) ||
-					!wq.CompareAndSwap(rq, layout.SlotWord{Lap: sq.Lap}.Pack()) {
+				if !d.ownersClaim(q, rq, stamp) || !wq.CompareAndSwap(rq, layout.SlotWord{Lap: d.lay.LapOf(q)}.Pack()) {
 					break
 				}
 				d.abandoned.Add(1)
 				done(q, rq, check.ActionRelease)
+				if q == b {
+					break
+				}
+				shm.CrashPoint(crashDequeRepairMidRelease)
 			}
 			break
 		}
@@ -275,6 +286,13 @@ func (d *Deque) fixBottom(stamp uint16, rep *check.RepairReport) {
 		break
 	}
 	d.bottom.Store(b)
+}
+
+// ownersClaim reports whether raw, position p's slot word, is a claim of
+// the owner with stamp: valid, WRITING, named by it, at p's own lap.
+func (d *Deque) ownersClaim(p, raw uint64, stamp uint16) bool {
+	sq := layout.UnpackSlot(raw)
+	return sq.Validate(&d.lay.SlotGeometry) == nil && sq.State == layout.SlotWriting && sq.Owner == stamp && sq.Lap == d.lay.LapOf(p)
 }
 
 // Adopt makes this handle the deque's owner: when the deque has none (its

@@ -48,11 +48,11 @@ func newAppEnv(e *env) *cli.App {
 	return &cli.App{
 		Name:  "hbdump",
 		Usage: "show, watch, check and reap the participants of a shmkit heartbeat table",
-		UsageText: "hbdump PATH [--json] [--all] [--stale D] [--ring R ...]\n" +
+		UsageText: "hbdump PATH [--json] [--all] [--stale D] [--ring R ...]   (or: hbdump dump PATH ...)\n" +
 			"hbdump watch PATH [--interval D] [--stale D] [--ring R ...] [--count N]\n" +
 			"hbdump check PATH [--stale D] [--format text|json|prometheus] [--ring R ...]\n" +
 			"hbdump reap PATH [--ring R ...] [--apply] [--json]\n" +
-			"hbdump create PATH --capacity N [--leases L] [--mode MODE]",
+			"hbdump create PATH --capacity N [--leases L] [--mode MODE] [--group G]",
 		Description: "Without a command, prints one line per registered participant: slot, pid, process\n" +
 			"start time, state (alive, stale, dead, free), beat age, label, the leases it holds and,\n" +
 			"for the unhealthy, why. A bare name means /dev/shm/NAME. The table is mapped read-only\n" +
@@ -62,8 +62,8 @@ func newAppEnv(e *env) *cli.App {
 			"\n" + cliutil.ExitCodesHelp + "\n",
 		Writer:   e.stdout,
 		Flags:    dumpFlags(),
-		Action:   e.dump,
-		Commands: []*cli.Command{e.watchCommand(), e.checkCommand(), e.reapCommand(), e.createCommand()},
+		Action:   e.rootDump,
+		Commands: []*cli.Command{e.dumpCommand(), e.watchCommand(), e.checkCommand(), e.reapCommand(), e.createCommand()},
 	}
 }
 
@@ -141,6 +141,7 @@ func (e *env) readOnce(c *cli.Context, path string) (tableView, *ringSet, error)
 		rings.Close()
 		return tableView{}, nil, err
 	}
+	e.findLeaseRings(path, v.Parts, rings)
 	return v, rings, nil
 }
 

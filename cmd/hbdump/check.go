@@ -95,7 +95,7 @@ func writeCheckText(w io.Writer, path string, bad []row, n counts, rings *ringSe
 		}
 		line += fmt.Sprintf(" %s: %s", r.Health, printable(r.Reason))
 		if len(p.Leases) > 0 {
-			line += fmt.Sprintf("; holds %d lease(s): %s", len(p.Leases), leasesCell(p, rings))
+			line += fmt.Sprintf("; holds %s: %s", plural(len(p.Leases), "lease", "leases"), leasesCell(p, rings))
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -98,7 +98,7 @@ func TestReapDequeRealProcess(t *testing.T) {
 		t.Fatalf("check after the kill: exit %d, want 1 naming pid %d and its lease\n%s%s", res.code, thiefPID, res.stdout, res.stderr)
 	}
 	res = runHbdump(t, dir, "reap", "./t.hb", "--ring", "./jobs.deque")
-	if res.code != 1 || !strings.Contains(res.stdout, "requeue 1 lease(s), free the slot") || !strings.Contains(res.stdout, "│ deque │") {
+	if res.code != 1 || !strings.Contains(res.stdout, "requeue 1 lease, free the slot") || !strings.Contains(res.stdout, "│ deque │") {
 		t.Fatalf("dry run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	if s := owner.Scan(); len(s.Slots) != 2 || s.States[layout.SlotLeased] != 1 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,6 +17,37 @@ func dumpFlags() []cli.Flag {
 		cliutil.AllowModeFlag(),
 		cliutil.OwnerFlag(),
 	)
+}
+
+// dumpCommand is `hbdump dump PATH`: the table, as `hbdump PATH` shows it,
+// under a name of its own (the other verbs have one, and a user who typed
+// `hbdump dump PATH` was told of an "unexpected argument" when dump was
+// taken for PATH).
+func (e *env) dumpCommand() *cli.Command {
+	return command(&cli.Command{
+		Name:      "dump",
+		Usage:     "the participant table (the same as hbdump PATH)",
+		UsageText: "hbdump dump PATH [--format text|json | --json] [--all] [--stale D] [--ring R ...]",
+		Flags:     dumpFlags(),
+		Action:    e.dump,
+	})
+}
+
+// rootDump is `hbdump PATH`. Two arguments there, the first a bare word,
+// are most often a mistyped command: say which word was taken for PATH
+// and what the commands are.
+func (e *env) rootDump(c *cli.Context) error {
+	if args := c.Args().Slice(); len(args) > 1 && !strings.Contains(args[0], "/") {
+		var names []string
+		for _, cmd := range c.App.Commands {
+			if !cmd.Hidden && cmd.Name != "help" {
+				names = append(names, cmd.Name)
+			}
+		}
+		return cliutil.Usage("unexpected argument %q after PATH %q (one PATH only; %q is not a command: %s)",
+			args[1], args[0], args[0], strings.Join(names, ", "))
+	}
+	return e.dump(c)
 }
 
 // jsonDump is `hbdump PATH --json`.

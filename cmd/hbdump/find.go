@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmkit/shmkit/internal/cliutil"
 	"github.com/shmkit/shmkit/layout"
+	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
 )
 
@@ -79,4 +80,32 @@ func (e *env) findQueues(table string, dirs []string, ids []uint64) map[uint64][
 		}
 	}
 	return found
+}
+
+// findLeaseRings adds to rings, opened read-only, the ring or deque of
+// each lease in parts that was not given with --ring and that exactly one
+// file beside the table (or in /dev/shm) is: so that hbdump PATH, watch
+// and check name a lease by path and position as reap does, rather than
+// by a ring id the user then has to look for. A file that cannot be
+// opened is passed over: the lease is shown by id, as before.
+func (e *env) findLeaseRings(path string, parts []heartbeat.Participant, rings *ringSet) {
+	var missing []uint64
+	for _, p := range parts {
+		for _, l := range p.Leases {
+			if rings.lookup(l.Ring) == nil && !slices.Contains(missing, l.Ring) {
+				missing = append(missing, l.Ring)
+			}
+		}
+	}
+	found := e.findQueues(path, searchDirs(path), missing)
+	for _, id := range missing {
+		if paths := found[id]; len(paths) == 1 {
+			x, err := e.openRing(paths[0], false)
+			if err != nil {
+				continue
+			}
+			x.Found = true
+			rings.add(x)
+		}
+	}
 }

@@ -33,6 +33,10 @@ var goldenCases = []struct {
 		{"watch", "./healthy.hb", "--count", "2", "--interval", "1ms"},
 	}},
 	{"dead.hb", [][]string{
+		// Without --ring: the lease's ring is found beside the table by
+		// its id and named, as reap names it.
+		{"./dead.hb"},
+		{"watch", "./dead.hb", "--count", "1", "--interval", "1ms"},
 		{"./dead.hb", "--ring", "./jobs.ring"},
 		{"./dead.hb", "--json", "--ring", "./jobs.ring"},
 		{"check", "./dead.hb"},
@@ -152,8 +156,18 @@ var goldenCases = []struct {
 		{"check", "./healthy.hb", "--stale", "5"},
 		{"create", "./neg.hb", "--capacity", "-8"},
 		{"help", "frobnicate"},
-		// One wording: a short text file is not a shmkit file.
+		// One wording: a short text file is not a shmkit file, also
+		// when its mode is 0644 (the mode is judged only of a file that
+		// may be a shmkit file).
 		{"./notes.txt"},
+		{"./notes-0644.txt"},
+		{"check", "./notes-0644.txt", "--json"},
+		// `hbdump dump PATH` is `hbdump PATH`; a mistyped command is
+		// named as the word taken for PATH.
+		{"dump", "./healthy.hb"},
+		{"dump", "--json", "./healthy.hb", "--all"},
+		{"dump"},
+		{"dmp", "./healthy.hb"},
 	}},
 }
 
@@ -174,6 +188,12 @@ func TestGolden(t *testing.T) {
 			case "usage":
 				copyFixture(t, dir, "healthy.hb")
 				if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "notes-0644.txt"), []byte("hello\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(filepath.Join(dir, "notes-0644.txt"), 0o644); err != nil { // whatever the umask
 					t.Fatal(err)
 				}
 			case "deque.hb":

@@ -158,7 +158,7 @@ func TestReapRealProcesses(t *testing.T) {
 			t.Errorf("check names survivor %d:\n%s", s.PID(), res.stdout)
 		}
 	}
-	if res := runHbdump(t, dir, "reap", "./t.hb", "--ring", "./jobs.ring"); res.code != 1 || !strings.Contains(res.stdout, "requeue 1 lease(s), free the slot") {
+	if res := runHbdump(t, dir, "reap", "./t.hb", "--ring", "./jobs.ring"); res.code != 1 || !strings.Contains(res.stdout, "requeue 1 lease, free the slot") {
 		t.Fatalf("dry run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 

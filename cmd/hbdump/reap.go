@@ -407,12 +407,12 @@ func writeReapText(w io.Writer, apply bool, n counts, actions []reapAction, outc
 		left = fmt.Sprintf("%d alive, %d stale and %d unknown left alone", n.Alive, n.Stale, n.Unknown)
 	}
 	if n.Corrupt > 0 {
-		left += fmt.Sprintf(", %d corrupt slot(s) left alone", n.Corrupt)
+		left += fmt.Sprintf(", %s left alone", plural(n.Corrupt, "corrupt slot", "corrupt slots"))
 	}
 	if apply {
-		fmt.Fprintf(w, "reclaimed %d of %d dead participant(s); %s\n", done, len(actions), left)
+		fmt.Fprintf(w, "reclaimed %d of %s; %s\n", done, plural(len(actions), "dead participant", "dead participants"), left)
 	} else {
-		fmt.Fprintf(w, "%d dead participant(s): %d to reclaim, %d to keep; %s\n", len(actions), len(actions)-keep, keep, left)
+		fmt.Fprintf(w, "%s: %d to reclaim, %d to keep; %s\n", plural(len(actions), "dead participant", "dead participants"), len(actions)-keep, keep, left)
 	}
 	return nil
 }
@@ -429,7 +429,7 @@ func actionText(a reapAction, apply bool) string {
 	}
 	var parts []string
 	if k := len(a.Row.P.Leases); k > 0 {
-		parts = append(parts, fmt.Sprintf("requeue %d lease(s)", k))
+		parts = append(parts, "requeue "+plural(k, "lease", "leases"))
 	}
 	return strings.Join(append(parts, "free the slot"), ", ")
 }

@@ -453,3 +453,12 @@ func guard(path string, fn func() error) error {
 	}
 	return nil
 }
+
+// plural is "1 lease", "2 leases": the counts in sentences ("lease(s)"
+// read as a template left unfilled).
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -64,6 +64,11 @@ func (e *env) watch(c *cli.Context) error {
 		return err
 	}
 	defer rings.Close()
+	// The rings of the leases held when the view starts, found beside
+	// the table by their ids (later ones are shown by id).
+	if v, err := readTable(hb); err == nil {
+		e.findLeaseRings(path, v.Parts, rings)
+	}
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	opts := watchOptions{Stale: stale, Interval: interval, Rings: rings, Colour: cliutil.IsTerminal(e.stdout)}

@@ -149,7 +149,8 @@ func runPut(c *cli.Context, path string) error {
 	if inserted {
 		what = "inserted"
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s %s (%s)\n", what, keyName(key), plural(len(value), "byte", "bytes"))
+	// "(3 bytes)" after the key read as the key's size: say whose it is.
+	_, err = fmt.Fprintf(c.App.Writer, "%s %s: a value of %s\n", what, keyName(key), plural(len(value), "byte", "bytes"))
 	return err
 }
 

@@ -58,6 +58,12 @@ func runPeek(c *cli.Context, path string) error {
 	if err != nil {
 		return cliutil.FileError(path, err)
 	}
+	// Messages that dead consumers hold are not queued, so peek does not
+	// list them: say they exist, as drain, push and watch do, or the list
+	// looks like the whole story.
+	if err := warnStranded(c, path, v); err != nil {
+		return err
+	}
 	rep := &peekReport{Path: path, Kind: k.kind.String(), Messages: []peekedJSON{}, hex: cliutil.Hex(c)}
 	if m, ok := v.(interface{ MessageIDs() bool }); ok {
 		rep.ids = m.MessageIDs()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -23,7 +24,11 @@ type repairReport struct {
 	ToRepair  int           `json:"to_repair"` // plan entries whose action is not none
 	Plan      []findingJSON `json:"plan"`      // every finding of the file's Check, then the heartbeat table's members
 	Backup    string        `json:"backup,omitempty"`
-	Result    *repairResult `json:"result,omitempty"`
+	// HeartbeatBackup is the heartbeat table's backup: --apply with
+	// --heartbeat copies the table too before a watchdog reclaims its
+	// members, as hbdump reap --apply does.
+	HeartbeatBackup string        `json:"heartbeat_backup,omitempty"`
+	Result          *repairResult `json:"result,omitempty"`
 
 	participants uint64 // the table's size (check.Report.Participants): entry participants is the repairer entry
 }
@@ -319,6 +324,15 @@ func backupFirst(c *cli.Context, path string, rep *repairReport) error {
 		return err
 	}
 	rep.Backup = name
+	// The heartbeat table changes too when a member is reclaimed: the
+	// same safety as hbdump reap --apply, which backs up both files.
+	if rep.Heartbeat != "" && slices.ContainsFunc(rep.Plan, func(f findingJSON) bool {
+		return f.Kind == "dead_member" && f.Action != string(check.ActionNone)
+	}) {
+		if rep.HeartbeatBackup, err = cliutil.BackupBefore(rep.Heartbeat, ""); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -328,6 +342,9 @@ func backupFirst(c *cli.Context, path string, rep *repairReport) error {
 func (rep repairReport) write(w io.Writer) error {
 	if rep.Backup != "" {
 		fmt.Fprintf(w, "backup: %s\n", rep.Backup)
+	}
+	if rep.HeartbeatBackup != "" {
+		fmt.Fprintf(w, "backup: %s\n", rep.HeartbeatBackup)
 	}
 	if len(rep.Plan) == 0 {
 		fmt.Fprintf(w, "%s: nothing to repair\n", rep.Path)

@@ -46,9 +46,9 @@ func TestEveryKindIsCreatedAndAMapIsEditedFromTheCLI(t *testing.T) {
 		code int
 		out  string
 	}{
-		{[]string{"put", m, "--key", "k1", "--value", "one"}, 0, "inserted key \"k1\" (3 bytes)\n"},
-		{[]string{"put", m, "--key-hex", "00ff", "--value-hex", "0102"}, 0, "inserted key 0x00ff (2 bytes)\n"},
-		{[]string{"put", m, "--key", "k1", "--value", "uno"}, 0, "updated key \"k1\" (3 bytes)\n"},
+		{[]string{"put", m, "--key", "k1", "--value", "one"}, 0, "inserted key \"k1\": a value of 3 bytes\n"},
+		{[]string{"put", m, "--key-hex", "00ff", "--value-hex", "0102"}, 0, "inserted key 0x00ff: a value of 2 bytes\n"},
+		{[]string{"put", m, "--key", "k1", "--value", "uno"}, 0, "updated key \"k1\": a value of 3 bytes\n"},
 		{[]string{"get", m, "--key", "k1"}, 0, "uno\n"},
 		{[]string{"get", m, "--key-hex", "00ff", "--hex"}, 0, "0102\n"},
 		{[]string{"put", m, "--key", "long", "--value", "nine byte"}, 1, ""},

@@ -138,6 +138,7 @@ var goldenCases = []struct {
 	{"hexdump-text-file", "hexdump $DIR/text.shm"},
 	{"grammar-hex-short-for-encoding", "peek $DIR/ring.shm --encoding hex"},
 	{"usage-hex-and-encoding", "peek $DIR/ring.shm --hex --encoding text"},
+	{"usage-unknown-flag-near", "inspect $DIR/ring.shm --slot"},
 	{"usage-create-kind", "create $DIR/new.shm --kind set --capacity 8"},
 	{"usage-create-flag", "create $DIR/new.shm --kind hashmap --capacity 8 --slot-size 128"},
 	{"usage-create-hashmap-geometry", "create $DIR/new.shm --kind hashmap --capacity 8 --key-size 2000"},

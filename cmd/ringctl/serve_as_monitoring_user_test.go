@@ -90,6 +90,44 @@ func TestServeAsMonitoringUser(t *testing.T) {
 		t.Fatalf("inspect without --owner: exit %d\n%s", code, out)
 	}
 
+	// Every read-only tool, as the monitoring user, given whose files it
+	// trusts (--owner) and the group-readable mode (--allow-mode 0640):
+	// the 3 a.m. checklist's looking steps, for rings, hash maps and
+	// heartbeat tables.
+	hbBin := filepath.Join(dir, "hbdump")
+	if b, err := os.ReadFile(buildHbdump(t)); err != nil || os.WriteFile(hbBin, b, 0o755) != nil {
+		t.Fatalf("copying hbdump: %v", err)
+	}
+	hashMap := filepath.Join(files, "sessions")
+	if r := run(t, "", "create", hashMap, "--kind", "hashmap", "--capacity", "8", "--group", "65533"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if r := run(t, "", "put", hashMap, "--key", "k", "--value", "v", "--allow-mode", "0640"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	trusted := []string{"--owner", "root", "--allow-mode", "0640"}
+	for _, args := range [][]string{
+		{"inspect", ring, "--slots"}, {"peek", ring}, {"verify", ring}, {"hexdump", ring, "--header"},
+		{"watch", ring, "--count", "1"}, {"list", hashMap}, {"get", hashMap, "--key", "k"}, {"verify", hashMap},
+		{"hbdump", hb}, {"hbdump", "dump", hb}, {"hbdump", "check", hb}, {"hbdump", "watch", hb, "--count", "1"},
+	} {
+		cmd := as(append(args, trusted...)...)
+		if args[0] == "hbdump" {
+			cmd = as(append(args[1:], trusted...)...)
+			cmd.Path, cmd.Args[0] = hbBin, hbBin
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%v as the monitoring user: %v\n%s", args, err, out)
+		}
+	}
+	// What writes does not take --owner, and refuses another user's file.
+	if out, err := as("push", ring, "--seq", "9:9", "--owner", "root").CombinedOutput(); exitCode(err) != 2 {
+		t.Errorf("push --owner: exit %d, want 2\n%s", exitCode(err), out)
+	}
+	if out, err := as("push", ring, "--seq", "9:9", "--allow-mode", "0640").CombinedOutput(); exitCode(err) != 3 || !strings.Contains(string(out), "owned by another user") {
+		t.Errorf("push of another user's ring: exit %d, want 3\n%s", exitCode(err), out)
+	}
+
 	// The exporter, as the monitoring user.
 	cmd := as("serve", "--listen", "127.0.0.1:0", files, "--owner", "0", "--allow-mode", "0640")
 	stdout, err := cmd.StdoutPipe()
@@ -142,7 +180,7 @@ func TestServeAsMonitoringUser(t *testing.T) {
 			Healthy bool   `json:"healthy"`
 		} `json:"files"`
 	}
-	if err := json.Unmarshal([]byte(body), &h); err != nil || code != http.StatusOK || !h.OK || h.Format != "ringctl.healthz/1" || len(h.Files) != 2 {
+	if err := json.Unmarshal([]byte(body), &h); err != nil || code != http.StatusOK || !h.OK || h.Format != "ringctl.healthz/1" || len(h.Files) != 3 {
 		t.Errorf("/healthz?format=json: %d %v\n%s", code, err, body)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

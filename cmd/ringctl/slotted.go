@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shmkit/shmkit/internal/cliutil"
+	"github.com/shmkit/shmkit/internal/slotclass"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
 	"github.com/shmkit/shmkit/transport"
@@ -180,40 +181,27 @@ func (p participantJSON) pidCell() string {
 	return strconv.Itoa(int(p.PID))
 }
 
-// Slot classes, as inspect and watch count them. Each slot is in exactly
-// one; "orphaned" takes writing, reading and leased slots whose owner is
-// proven dead out of their state's class (Scan's verdict).
+// Slot classes, as inspect and watch count them (and the exporter's
+// shmkit_slots): internal/slotclass, one definition for all three.
 const (
-	classFree     = "free"
-	classReady    = "ready"
-	classWriting  = "writing"
-	classReading  = "reading"
-	classLeased   = "leased"
-	classReturned = "returned" // deques only: a message handed back, taken again after the newer ones
-	classOrphaned = "orphaned"
-	classPoisoned = "poisoned"
-	classCorrupt  = "corrupt"
+	classFree     = slotclass.Free
+	classReady    = slotclass.Ready
+	classWriting  = slotclass.Writing
+	classReading  = slotclass.Reading
+	classLeased   = slotclass.Leased
+	classReturned = slotclass.Returned
+	classOrphaned = slotclass.Orphaned
+	classPoisoned = slotclass.Poisoned
+	classCorrupt  = slotclass.Corrupt
 )
 
 // classOf puts a slot from Scan in its class.
-func classOf(s transport.SlotReport) string {
-	switch s.Problem {
-	case transport.SlotCorrupt:
-		return classCorrupt
-	case transport.SlotOrphanedWrite, transport.SlotOrphanedRead, transport.SlotOrphanedLease:
-		return classOrphaned
-	}
-	return s.Word.State.String()
-}
+func classOf(s transport.SlotReport) string { return slotclass.Of(s) }
 
 // countSlots counts the slots of a scan in each class; every slot Scan
 // does not list is free.
 func countSlots(slots []transport.SlotReport, capacity uint64) map[string]uint64 {
-	n := map[string]uint64{classFree: capacity - uint64(len(slots))}
-	for _, s := range slots {
-		n[classOf(s)]++
-	}
-	return n
+	return slotclass.Count(slots, capacity)
 }
 
 // problemName is a SlotProblem in snake case, as JSON prints it.

@@ -13,7 +13,7 @@ import (
 // warnStranded prints one line on stderr when the file holds messages that
 // processes proven dead left behind (the library's Check decides:
 // check.Report.Stranded): no consumer takes them until a repair gives
-// them back, and a drain, push or watch that said nothing would look like
+// them back, and a drain, push, watch or peek that said nothing would look like
 // the whole story. A Check that faults is the file's error.
 func warnStranded(c *cli.Context, path string, f interface{ Check() check.Report }) error {
 	var cr check.Report

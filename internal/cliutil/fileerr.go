@@ -3,7 +3,11 @@ package cliutil
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/shm"
@@ -39,7 +43,36 @@ func FileError(path string, err error) error {
 	if errors.As(err, &pe) && pe.Path != "" {
 		path = pe.Path
 	}
-	return &fileError{path: path, msg: Cause(path, err), err: err}
+	return &fileError{path: path, msg: Cause(path, err) + hint(path, err), err: err}
+}
+
+// hint is what to type when a refusal has a flag that lifts it, so that
+// the creator of a group-readable file (create --group: mode 0640) is not
+// left to find --allow-mode in the docs, nor a monitoring user --owner.
+// The refusal stands: the flag is the user's decision.
+func hint(path string, err error) string {
+	switch {
+	case errors.Is(err, shm.ErrPermissive):
+		// Only for a mode that others may read, not write: a file others
+		// may write is not to be accepted on a hint.
+		st, serr := os.Lstat(shm.Resolve(path))
+		if serr != nil || st.Mode().Perm()&0o022 != 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (--allow-mode %#o accepts it)", st.Mode().Perm())
+	case errors.Is(err, shm.ErrForeignOwner):
+		owner := "USER"
+		if st, serr := os.Lstat(shm.Resolve(path)); serr == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				owner = strconv.FormatUint(uint64(sys.Uid), 10)
+				if u, uerr := user.LookupId(owner); uerr == nil {
+					owner = u.Username
+				}
+			}
+		}
+		return " (commands that only read accept it with --owner " + owner + ")"
+	}
+	return ""
 }
 
 // Cause is err's message about path, without the path itself, package

@@ -181,8 +181,14 @@ func TestVersionIsNeverABareDevel(t *testing.T) {
 		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "unknown (built without VCS information"},
 		{nil, "unknown (built without module information)"},
 	} {
-		if got := version(tc.bi, tc.bi != nil); !strings.HasPrefix(got, tc.want) || strings.Contains(got, "(devel)") {
+		got := version(tc.bi, tc.bi != nil)
+		if !strings.HasPrefix(got, tc.want) || strings.Contains(got, "(devel)") {
 			t.Errorf("version(%+v) = %q, want %q", tc.bi, got, tc.want)
+		}
+		// Built in a checkout all the same (a git worktree, or GOFLAGS
+		// holding -buildvcs=false): the sentence names both causes.
+		if strings.Contains(got, "VCS") && (!strings.Contains(got, "git worktree") || !strings.Contains(got, "-buildvcs=false") || !strings.Contains(got, "go env GOFLAGS")) {
+			t.Errorf("version(%+v) = %q: does not say why a checkout's build can lack the information", tc.bi, got)
 		}
 	}
 }

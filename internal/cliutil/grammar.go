@@ -235,7 +235,7 @@ func reword(tool, msg string, flags []cli.Flag, typed []string) string {
 		return fmt.Sprintf("no command %q (see %s help)", m[1], tool)
 	}
 	if m := reUndefined.FindStringSubmatch(msg); m != nil {
-		return "unknown flag " + spelled(m[1], typed)
+		return "unknown flag " + spelled(m[1], typed) + nearest(m[1], flags)
 	}
 	if m := reNoValue.FindStringSubmatch(msg); m != nil {
 		return spelled(m[1], typed) + " needs a value"
@@ -299,4 +299,51 @@ func wants(f cli.Flag, value, why string) string {
 		return "not a valid value"
 	}
 	return why
+}
+
+// nearest is " (did you mean --NAME?)" for the one flag of the command
+// whose name is within two edits of the unknown name (--slot for
+// --slots, --jsno for --json), else "": the flag was refused, and the
+// user told what they most likely meant.
+func nearest(name string, flags []cli.Flag) string {
+	name, _, _ = strings.Cut(name, "=")
+	best, bestD, ties := "", 3, 0
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if len(n) < 3 { // -h and the like: every short name is near
+				continue
+			}
+			switch d := editDistance(name, n); {
+			case d < bestD:
+				best, bestD, ties = n, d, 1
+			case d == bestD && n != best:
+				ties++
+			}
+		}
+	}
+	if best == "" || ties != 1 {
+		return ""
+	}
+	return " (did you mean --" + best + "?)"
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -39,7 +39,11 @@ func version(bi *debug.BuildInfo, ok bool) string {
 		}
 		return "revision " + rev
 	}
-	return "unknown (built without VCS information: build it inside a git checkout, or go install it at a version)"
+	// "Build it inside a git checkout" sent a user who had done just that
+	// looking: the go command also leaves the information out in a git
+	// worktree and with -buildvcs=false, which GOFLAGS may hold
+	// (go env -w), unseen.
+	return "unknown (built without VCS information: the go command records it when it builds in a git clone, not in a git worktree, and not with -buildvcs=false: see go env GOFLAGS; or go install it at a version)"
 }
 
 // VersionText is what --version prints: the tool's version with the VCS

@@ -138,6 +138,14 @@ var (
 // peers renders a participant table as the library judged it (check.Peer:
 // Dead is a proof, Unknown undecided), every entry counted, the repairer
 // entry included.
+// slots renders the slot classes of a ring or deque, every class of the
+// kind (0 included), so that a series never vanishes when it empties.
+func (f *File) slots(classes []string, n map[string]uint64) {
+	for _, c := range classes {
+		f.gauge(descSlots, float64(n[c]), c)
+	}
+}
+
 func (f *File) peers(ps []check.Peer) {
 	n := map[string]int{}
 	for _, p := range ps {

@@ -28,7 +28,9 @@ var (
 	descCapacity = desc("shmkit_capacity",
 		"Slots (rings, deques), buckets (hash maps) or participant slots (heartbeat tables).")
 	descDepth = desc("shmkit_depth",
-		"Rings: positions between head and tail (Counters.Depth); deques: messages between top and bottom (Len).")
+		"Messages queued, waiting to be taken, as ringctl inspect's depth (rings: tail - head, Counters.Depth) and len (deques: bottom - top, Len); a message taken and not yet acknowledged is not in it: see shmkit_slots{state=\"leased\"}.")
+	descSlots = desc("shmkit_slots",
+		"Slots by class, as ringctl inspect's states table and watch count them: free, ready, writing, reading, leased (taken by a live consumer, not yet acknowledged), returned (deques), orphaned (held by a participant proven dead), poisoned, corrupt.", "state")
 	descParticipants = desc("shmkit_participants",
 		"Participant entries by state: alive, unknown (neither proven alive nor dead), dead (proven), free; heartbeat tables also stale and corrupt.", "state")
 )
@@ -132,7 +134,7 @@ func counter(name, help string) *prometheus.Desc { return desc(name, help) }
 
 // allDescs is every descriptor the collector may send.
 func allDescs() []*prometheus.Desc {
-	d := []*prometheus.Desc{descUp, descError, descHealthy, descFindings, descToRepair, descCapacity, descDepth,
+	d := []*prometheus.Desc{descUp, descError, descHealthy, descFindings, descToRepair, descCapacity, descDepth, descSlots,
 		descParticipants, descRingDeferred, descDequePending, descDequeOwner, descMapEntries,
 		descHBStale, descHBBeatAge, descHBLeases, descHBDead, descDirUp, descSkipped, descFiles}
 	for _, c := range ringCounters {

@@ -3,6 +3,7 @@ package exporter
 import (
 	"time"
 
+	"github.com/shmkit/shmkit/internal/slotclass"
 	"github.com/shmkit/shmkit/layout"
 	"github.com/shmkit/shmkit/sched/heartbeat"
 	"github.com/shmkit/shmkit/shm"
@@ -95,6 +96,7 @@ func readRing(f *File, o *Options) error {
 	f.judge(cr)
 	f.gauge(descCapacity, float64(r.Capacity()))
 	f.gauge(descDepth, float64(s.Counters.Depth()))
+	f.slots(slotclass.Ring, slotclass.Count(s.Slots, r.Capacity()))
 	f.gauge(descRingDeferred, float64(s.Counters.Deferred))
 	counters(f, ringCounters, s.Counters)
 	f.peers(s.Peers)
@@ -123,6 +125,7 @@ func readDeque(f *File, o *Options) error {
 	f.judge(cr)
 	f.gauge(descCapacity, float64(d.Capacity()))
 	f.gauge(descDepth, float64(depth))
+	f.slots(slotclass.Deque, slotclass.Count(s.Slots, d.Capacity()))
 	f.gauge(descDequePending, float64(s.Counters.Pending))
 	f.gauge(descDequeOwner, boolValue(s.Counters.Owner >= 0 && s.OwnerAlive))
 	counters(f, dequeCounters, s.Counters)
