@@ -39,7 +39,9 @@ func (d *Deque) TryPush(msg []byte) error { return d.tryPush(msg, 0) }
 
 // TryPushID is TryPush with the message id given by the caller instead of
 // the deque's next number (see Ring.TryPushID): ErrNoMessageIDs in a
-// deque without ids, ErrZeroID for id 0.
+// deque without ids, ErrZeroID for id 0. The deque's own numbers stay
+// below 2^63; callers' ids belong in the space with bit 63 set (the
+// convention of Ring.TryPushID).
 func (d *Deque) TryPushID(msg []byte, id uint64) error {
 	if err := d.idAllowed(id); err != nil {
 		return err

@@ -20,6 +20,14 @@ func (r *Ring) TryPush(msg []byte) error { return r.pushAs(msg, 0, 0, true) }
 // ids (ErrNoMessageIDs otherwise) and id must not be 0 (ErrZeroID): 0
 // means none. The ring does not check that ids are unique: mixing
 // TryPush and TryPushID in one ring may repeat one.
+//
+// The convention for callers' ids (docs/design.md, "Message ids"):
+// position ids are always below 2^63 (a ring does not live 2^63 pushes),
+// so a caller keeps its ids in the space with bit 63 set (1<<63 | its
+// own number; shmbridge in stamps 1<<63 | stream sequence), and one
+// source of such ids per file. Ids must be unique per file: whatever
+// deduplicates by them (a JetStream duplicate window, a consumer dropping
+// repeats) drops a different message that shares one.
 func (r *Ring) TryPushID(msg []byte, id uint64) error {
 	if err := r.idAllowed(id); err != nil {
 		return err

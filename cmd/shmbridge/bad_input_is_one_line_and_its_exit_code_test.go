@@ -72,6 +72,10 @@ func TestBadInputIsOneLineAndItsExitCode(t *testing.T) {
 		{"no stream", []string{"out", ring, "--subject", "s.x"}, 2, "missing --stream"},
 		{"no ring", []string{"out", "--stream", "S", "--subject", "s.x"}, 2, "missing PATH"},
 		{"bad batch", []string{"in", ring, "--stream", "S", "--durable", "d", "--batch", "0"}, 2, "--batch must be at least 1"},
+		{"no ack timeout", []string{"out", ring, "--stream", "S", "--subject", "s.x", "--ack-timeout", "0s"}, 2, "--ack-timeout must be positive, got 0s"},
+		{"negative stall wait", []string{"out", ring, "--stream", "S", "--subject", "s.x", "--stall-wait", "-1s"}, 2, "--stall-wait must be positive, got -1s"},
+		{"no fetch wait", []string{"in", ring, "--stream", "S", "--durable", "d", "--fetch-wait", "0s"}, 2, "--fetch-wait must be positive, got 0s"},
+		{"dead letter bound to no stream", inArgs(srv, ring, "DL", "dl.x", "--dead-letter", "nowhere.x"), 1, "--dead-letter nowhere.x: no stream binds it"},
 		{"status of nothing", []string{"status", "127.0.0.1:1", "--timeout", "2s"}, 1, "status: 127.0.0.1:1"},
 	}
 	for _, tc := range cases {
@@ -106,5 +110,20 @@ func TestWrongCredentialsAreRefused(t *testing.T) {
 	}
 	if c := openRing(t, ring).Counters(); c.Claimed != 0 {
 		t.Fatalf("a refused bridge claimed %d messages", c.Claimed)
+	}
+}
+
+// A ring whose messages (with the Nats-Msg-Id header) exceed the
+// server's max_payload is refused at start, exit 1, one line: each such
+// message would be refused at every publish, stalling the bridge.
+func TestARingLargerThanTheServersMaxPayloadIsRefused(t *testing.T) {
+	srv := startServer(t, func(o *server.Options) { o.MaxPayload = 64 })
+	ring := newRing(t, 64)
+	if openRing(t, ring).MaxPayload()+100 <= 64 {
+		t.Fatal("the test ring's slots are too small for this test")
+	}
+	r := runTool(t, outArgs(srv, ring, "MP", "mp.x")...)
+	if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, ring+": messages up to") || !strings.Contains(r.stderr, "the server takes 64") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and one line naming the ring and the server's 64 bytes", r.code, r.stderr)
 	}
 }

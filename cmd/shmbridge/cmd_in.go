@@ -25,10 +25,13 @@ func inCommand() *cli.Command {
 		Usage:     "push a JetStream consumer's messages into a ring",
 		ArgsUsage: "RING",
 		Description: "Fetches from a durable pull consumer (explicit acks), pushes each message into the ring with\n" +
-			"its stream sequence as its message id, and acks it to JetStream only after the push returned:\n" +
+			"1<<63 | its stream sequence as its message id (never a plain push's position id), and acks it to JetStream only after the push returned:\n" +
 			"at-least-once, a redelivered copy carrying the same id. A full ring stops the fetching (at most\n" +
 			"one fetch is held; a message waiting for room is kept with in-progress acks). A message larger\n" +
-			"than the ring's slot is never truncated: it is terminated (after --dead-letter, if given).",
+			"than the ring's slot is never truncated: it is terminated (after --dead-letter, if given).\n" +
+			"One in bridge per ring (a lock on RING.shmbridge-in.lock; a second exits 1). A stream that\n" +
+			"discards old messages past its limits can delete messages before they are delivered: a\n" +
+			"warning says so at start.",
 		Flags:  flags,
 		Action: cliutil.WithPath(func(c *cli.Context, path string) error { return plain(runIn(c, path)) }),
 	}
@@ -38,8 +41,10 @@ func runIn(c *cli.Context, path string) error {
 	if err := checkCommon(c); err != nil {
 		return err
 	}
-	if c.Duration("ack-wait") <= 0 || c.Duration("fetch-wait") <= 0 {
-		return cliutil.Usage("--ack-wait and --fetch-wait must be positive")
+	for _, name := range []string{"ack-wait", "fetch-wait"} {
+		if c.Duration(name) <= 0 {
+			return cliutil.Usage("--%s must be positive, got %v", name, c.Duration(name))
+		}
 	}
 	if md := c.Int("max-deliver"); md == 0 || md < -1 {
 		return cliutil.Usage("--max-deliver must be at least 1, or -1 (unlimited), got %d", md)
@@ -48,6 +53,11 @@ func runIn(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	lock, err := bridge.LockRing(path, "in")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	sink, rep, err := bridge.OpenSink(path, opts...)
 	if err != nil {
 		return ringError(path, err)
@@ -67,6 +77,12 @@ func runIn(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	if w := bridge.AgingWarning(info); w != "" {
+		fmt.Fprintln(c.App.ErrWriter, w)
+	}
+	if err := bridge.CheckDeadLetter(c.Context, s.js, c.String("dead-letter")); err != nil {
+		return err
+	}
 	cons, err := bridge.EnsureConsumer(c.Context, s.js, info.Config.Name, c.String("subject"), bridge.ConsumerOptions{
 		Durable: c.String("durable"), AckWait: c.Duration("ack-wait"), MaxDeliver: c.Int("max-deliver"),
 	}, so.Create)
@@ -74,10 +90,13 @@ func runIn(c *cli.Context, path string) error {
 		return err
 	}
 	ci := cons.CachedInfo()
+	if md := ci.Config.MaxDeliver; md > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "warning: consumer %s delivers a message at most %d times: one not acked by then is skipped, never reaching the ring\n", ci.Name, md)
+	}
 	s.st.File, s.st.FileID, s.st.Stream, s.st.Subject, s.st.Consumer = path, fmt.Sprintf("%016x", sink.ID()), info.Config.Name, ci.Config.FilterSubject, ci.Name
 	in := bridge.NewIn(sink, s.conn, s.js, cons, bridge.InOptions{
 		Batch: c.Int("batch"), FetchWait: c.Duration("fetch-wait"), AckWait: ci.Config.AckWait,
-		DeadLetter: c.String("dead-letter"), DrainTimeout: c.Duration("drain-timeout"), Log: c.App.ErrWriter,
+		DeadLetter: c.String("dead-letter"), Stream: info.Config.Name, StreamCreated: info.Created, DrainTimeout: c.Duration("drain-timeout"), Log: c.App.ErrWriter,
 	}, stats)
 	fmt.Fprintf(c.App.Writer, "bridging in: stream %s consumer %s -> %s (ack wait %v) via %s\n", info.Config.Name, ci.Name, path, ci.Config.AckWait, s.st.Server)
 	return s.serve(in.Run, path, ci.Config.FilterSubject)

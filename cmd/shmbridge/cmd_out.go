@@ -30,7 +30,10 @@ func outCommand() *cli.Command {
 			"(the same for every delivery of the message), waits for the PubAcks and only then acks the\n" +
 			"leases. It repairs the ring first (dead participants' leases come back, on proof of death).\n" +
 			"A copy republished after a crash is dropped by the stream's duplicate window (counted as\n" +
-			"duplicates); one republished after the window is counted as a late duplicate. The stream must\n" +
+			"duplicates, after reading the stored copy back: another message under the same id is an id\n" +
+			"collision, which stops the bridge, exit 1, the message left in the ring); one republished\n" +
+			"after the window is counted as a late duplicate. One out bridge per ring (a lock on\n" +
+			"RING.shmbridge-out.lock; a second exits 1). The stream must\n" +
 			"exist with Limits retention and a duplicate window, or be made by --create.",
 		Flags:  flags,
 		Action: cliutil.WithPath(func(c *cli.Context, path string) error { return plain(runOut(c, path)) }),
@@ -50,10 +53,21 @@ func runOut(c *cli.Context, path string) error {
 			return cliutil.Usage("--%s must be at least 1, got %d", name, c.Int(name))
 		}
 	}
+	// No PubAck timeout would let a lost reply block the acker forever.
+	for _, name := range []string{"ack-timeout", "stall-wait"} {
+		if c.Duration(name) <= 0 {
+			return cliutil.Usage("--%s must be positive, got %v", name, c.Duration(name))
+		}
+	}
 	opts, err := cliutil.OpenOptions(c)
 	if err != nil {
 		return err
 	}
+	lock, err := bridge.LockRing(path, "out")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	src, rep, err := bridge.OpenSource(path, opts...)
 	if err != nil {
 		return ringError(path, err)
@@ -71,6 +85,9 @@ func runOut(c *cli.Context, path string) error {
 		return err
 	}
 	defer jnl.Close()
+	if n := jnl.Dropped(); n > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "journal %s: %d of the oldest ids carried from earlier lives dropped past the cap of 2^20 (a republish of one is not counted as a late duplicate)\n", journalPath, n)
+	}
 	stats := &bridge.Stats{}
 	s, err := connect(c, stats,
 		jetstream.WithPublishAsyncMaxPending(c.Int("max-pending")),
@@ -79,6 +96,9 @@ func runOut(c *cli.Context, path string) error {
 		return err
 	}
 	defer s.close()
+	if err := bridge.CheckMaxPayload(src, s.conn.MaxPayload()); err != nil {
+		return err
+	}
 	info, err := bridge.EnsureStream(c.Context, s.js, streamOptions(c))
 	if err != nil {
 		return err

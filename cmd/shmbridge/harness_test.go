@@ -443,7 +443,7 @@ func (ty *tally) check(t testing.TB, n uint64) int {
 }
 
 // drainRing pops the ring into ty until it has n distinct messages, with
-// the message ids the ring gives them (the in bridge's: stream sequences).
+// the message ids the ring gives them (the in bridge's: 1<<63 | stream sequence).
 func drainRing(t testing.TB, r *transport.Ring, ty *tally, n int) {
 	t.Helper()
 	buf := make([]byte, r.MaxPayload())
@@ -561,7 +561,7 @@ func fillStream(t testing.TB, js jetstream.JetStream, stream, subject string, fi
 
 // outArgs and inArgs are a bridge's command lines.
 func outArgs(srv *natsServer, ring, stream, subject string, extra ...string) []string {
-	return append([]string{"out", ring, "--server", srv.url(), "--stream", stream, "--subject", subject, "--create", "--json", "--journal", ring + ".journal"}, extra...)
+	return append([]string{"out", ring, "--server", srv.url(), "--stream", stream, "--subject", subject, "--create", "--json", "--journal", ring + ".journal", "--ack-timeout", "30s"}, extra...)
 }
 
 func inArgs(srv *natsServer, ring, stream, subject string, extra ...string) []string {

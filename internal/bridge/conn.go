@@ -51,9 +51,9 @@ func Connect(o ConnOptions, stats *Stats) (*Conn, error) {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, 100*time.Millisecond),
 		nats.RetryOnFailedConnect(false),
-		nats.DisconnectErrHandler(func(*nats.Conn, error) { c.setUp(false) }),
-		nats.ReconnectHandler(func(*nats.Conn) { stats.Reconnects.Add(1); c.setUp(true) }),
-		nats.ClosedHandler(func(*nats.Conn) { c.setUp(false) }),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, _ error) { c.sync(nc) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { stats.Reconnects.Add(1); c.sync(nc) }),
+		nats.ClosedHandler(func(nc *nats.Conn) { c.sync(nc) }),
 		// Errors such as slow consumers are the server's and the
 		// client's business: the engine sees what matters through its
 		// publishes, acks and fetches.
@@ -95,13 +95,30 @@ func Connect(o ConnOptions, stats *Stats) (*Conn, error) {
 		return nil, fmt.Errorf("%w %s: %v", ErrConnect, o.Server, err)
 	}
 	c.Conn = nc
-	c.setUp(nc.IsConnected())
+	c.sync(nc)
 	return c, nil
 }
 
+// sync sets the up state from the connection's, read under the lock: the
+// handlers run on the client's goroutine after each change, and this
+// first sync on the caller's, in any order; each reads the state as it is
+// when it holds the lock, so the last one to run leaves the latest state
+// (a value read before the lock, as setUp's, could be stale: "up" closed
+// while down, and the retry loops would spin instead of waiting).
+func (c *Conn) sync(nc *nats.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setUpLocked(nc.IsConnected())
+}
+
+// setUp sets the up state (tests; the connection's handlers use sync).
 func (c *Conn) setUp(up bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setUpLocked(up)
+}
+
+func (c *Conn) setUpLocked(up bool) {
 	c.stats.Connected.Store(up)
 	select {
 	case <-c.up:

@@ -21,4 +21,7 @@ const (
 	crashInAfterPush = "bridge.in.after-push"
 	// In: a message acked to JetStream (ack sent, not confirmed).
 	crashInAfterAck = "bridge.in.after-ack"
+	// In: a too-large message's dead letter stored, the message not
+	// terminated.
+	crashInAfterDeadLetter = "bridge.in.after-dead-letter"
 )

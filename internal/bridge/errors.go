@@ -28,6 +28,18 @@ var (
 	// ErrDrainTimeout: a stop could not finish what was in flight in time
 	// (the leases left are requeued when the ring handle closes).
 	ErrDrainTimeout = errors.New("bridge: in-flight messages not finished before the drain timeout")
+	// ErrIDCollision: a duplicate PubAck names a stored message other
+	// than the one published under that Nats-Msg-Id: two messages of the
+	// ring share an id (docs/design.md, "Message ids"). The out bridge
+	// stops without acking the lease.
+	ErrIDCollision = errors.New("bridge: message id collision")
+	// ErrBridgeRunning: another bridge of the same direction holds the
+	// ring (its side lock file).
+	ErrBridgeRunning = errors.New("bridge: another bridge runs on this ring")
+	// ErrMaxPayload: the ring's messages (with the bridge's headers) can
+	// be larger than the server's max_payload: such a message would be
+	// refused at every publish.
+	ErrMaxPayload = errors.New("bridge: ring messages larger than the server's max_payload")
 	// ErrJournal: the out bridge's publish journal cannot be read or
 	// written (the journal package's sentinel).
 	ErrJournal = journal.ErrJournal

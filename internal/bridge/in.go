@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,17 +17,37 @@ import (
 
 // InOptions tune the in direction.
 type InOptions struct {
-	Batch        int           // messages per fetch, at most (default 256; fewer when the ring has less room)
-	FetchWait    time.Duration // how long one fetch waits for messages (default 1 s); also bounds how long a stop waits for a fetch
-	AckWait      time.Duration // the consumer's ack wait (ConsumerInfo): a message waiting for room is kept with in-progress acks well within it
-	DeadLetter   string        // subject for messages larger than the ring's slot ("": terminate them only)
-	DrainTimeout time.Duration // on stop, how long to push and ack what was fetched (default 30 s)
-	Log          io.Writer
+	Batch         int           // messages per fetch, at most (default 256; fewer when the ring has less room)
+	FetchWait     time.Duration // how long one fetch waits for messages (default 1 s); also bounds how long a stop waits for a fetch
+	AckWait       time.Duration // the consumer's ack wait (ConsumerInfo): a message waiting for room is kept with in-progress acks well within it
+	DeadLetter    string        // subject for messages larger than the ring's slot ("": terminate them only)
+	Stream        string        // the stream's name and creation time (StreamInfo): with the sequence,
+	StreamCreated time.Time     // they name a dead letter uniquely (DeadLetterID)
+	DrainTimeout  time.Duration // on stop, how long to push and ack what was fetched (default 30 s)
+	Log           io.Writer
 }
 
 // SeqHeader is the header a dead-lettered message carries: its sequence
 // in the stream it came from.
 const SeqHeader = "Shmbridge-Stream-Seq"
+
+// CallerIDBit marks a message id a caller chose (PushID) rather than one
+// the ring stamped: a plain push stamps its position+1, always below
+// 2^63, so ids with this bit set never collide with those. The in bridge
+// stamps CallerIDBit | stream sequence (InID); other callers of PushID
+// should keep to the same space, and ids must be unique per file (the out
+// bridge refuses a collision it detects, ErrIDCollision).
+const CallerIDBit = 1 << 63
+
+// InID is the message id the in bridge gives stream sequence seq.
+func InID(seq uint64) uint64 { return CallerIDBit | seq }
+
+// DeadLetterID is the Nats-Msg-Id of the dead letter of stream
+// sequence seq: the stream's name and creation time with it, so that two
+// streams' (or two creations of one stream's) sequence 1 never share one.
+func DeadLetterID(stream string, created time.Time, seq uint64) string {
+	return "shmbridge-dead-" + stream + "-" + strconv.FormatInt(created.UnixNano(), 10) + "-" + strconv.FormatUint(seq, 10)
+}
 
 // In carries a durable pull consumer's messages into a ring.
 type In struct {
@@ -133,7 +154,8 @@ func (in *In) drain(ctx context.Context, batch jetstream.MessageBatch) error {
 	return nil
 }
 
-// carry pushes one message (its stream sequence as its id) and acks it.
+// carry pushes one message (InID of its stream sequence as its id) and
+// acks it.
 func (in *In) carry(ctx context.Context, msg jetstream.Msg) error {
 	md, err := msg.Metadata()
 	if err != nil {
@@ -147,7 +169,7 @@ func (in *In) carry(ctx context.Context, msg jetstream.Msg) error {
 	if len(msg.Data()) > in.sink.MaxPayload() {
 		return in.tooLarge(msg, seq)
 	}
-	if err := in.push(ctx, msg, seq); err != nil {
+	if err := in.push(ctx, msg, InID(seq)); err != nil {
 		return err
 	}
 	in.stats.Pushed.Add(1)
@@ -197,15 +219,44 @@ func (in *In) tooLarge(msg jetstream.Msg, seq uint64) error {
 		dl := nats.NewMsg(in.o.DeadLetter)
 		dl.Data = msg.Data()
 		dl.Header.Set(SeqHeader, strconv.FormatUint(seq, 10))
-		dl.Header.Set(jetstream.MsgIDHeader, "shmbridge-dead-"+strconv.FormatUint(seq, 10))
-		if _, err := in.js.PublishMsg(context.Background(), dl); err != nil {
+		dl.Header.Set(jetstream.MsgIDHeader, DeadLetterID(in.o.Stream, in.o.StreamCreated, seq))
+		ack, err := in.js.PublishMsg(context.Background(), dl)
+		if err == nil && ack.Duplicate {
+			// Our own earlier copy (a bridge died before the
+			// terminate), or another message under this id: only the
+			// first may be terminated.
+			err = in.sameDeadLetter(dl, ack)
+		}
+		if err != nil {
 			// Not terminated: it comes again after the ack wait.
 			in.errs.note("dead letter to %s: %v (the message comes again)", in.o.DeadLetter, err)
 			return nil
 		}
+		shm.CrashPoint(crashInAfterDeadLetter)
 	}
 	in.stats.TooLarge.Add(1)
 	fmt.Fprintf(in.o.Log, "refused stream sequence %d: %s\n", seq, reason)
 	_ = msg.TermWithReason(reason)
+	return nil
+}
+
+// sameDeadLetter checks that the stored copy a duplicate PubAck of a
+// dead letter names is that dead letter (same payload and source
+// sequence): ErrIDCollision otherwise, and the message is not
+// terminated.
+func (in *In) sameDeadLetter(dl *nats.Msg, ack *jetstream.PubAck) error {
+	ctx, cancel := context.WithTimeout(context.Background(), in.o.AckWait/3)
+	defer cancel()
+	s, err := in.js.Stream(ctx, ack.Stream)
+	if err != nil {
+		return err
+	}
+	stored, err := s.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		return fmt.Errorf("verify the duplicate dead letter %s: %w", dl.Header.Get(jetstream.MsgIDHeader), err)
+	}
+	if !bytes.Equal(stored.Data, dl.Data) || stored.Header.Get(SeqHeader) != dl.Header.Get(SeqHeader) {
+		return fmt.Errorf("%w: dead letter %s is stream %s sequence %d's, another message", ErrIDCollision, dl.Header.Get(jetstream.MsgIDHeader), ack.Stream, ack.Sequence)
+	}
 	return nil
 }

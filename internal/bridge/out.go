@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type Out struct {
 	o     OutOptions
 	stats *Stats
 	errs  errorLog
+	// streams are the handles duplicates are verified through, by the
+	// PubAck's stream name (only the acker goroutine uses them).
+	streams map[string]jetstream.Stream
 	// pubOpts are the publish options: none for the client's default
 	// stall wait (an option costs the client a pass over them and the
 	// headers at every publish).
@@ -67,7 +71,7 @@ func NewOut(src Source, conn *Conn, js jetstream.JetStream, j *journal.Journal, 
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	out := &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}}
+	out := &Out{src: src, conn: conn, js: js, j: j, o: o, stats: stats, errs: errorLog{w: o.Log}, streams: map[string]jetstream.Stream{}}
 	if o.StallWait != defaultStallWait {
 		out.pubOpts = []jetstream.PublishOpt{jetstream.WithStallWait(o.StallWait)}
 	}
@@ -128,6 +132,11 @@ claiming:
 		case b = <-free:
 		case <-cctx.Done():
 			break claiming
+		}
+		// A stop may race the free batch in the select: claim nothing
+		// after it (no loss either way, but a stop stops claiming).
+		if cctx.Err() != nil {
+			break
 		}
 		n, cerr := o.src.ClaimBatch(cctx, b.leases)
 		if cerr != nil {
@@ -223,7 +232,7 @@ func (o *Out) publish(ctx context.Context, b *outBatch, i int) error {
 func (o *Out) finish(ctx context.Context, b *outBatch) error {
 	for i := range b.n {
 		it := &b.items[i]
-		for {
+		for attempt := 0; ; attempt++ {
 			var ack *jetstream.PubAck
 			var err error
 			select {
@@ -233,15 +242,20 @@ func (o *Out) finish(ctx context.Context, b *outBatch) error {
 				return ctx.Err()
 			}
 			if err == nil {
-				o.acked(it, ack)
+				if err := o.acked(ctx, it, ack); err != nil {
+					return err
+				}
 				break
 			}
 			// Lost or refused: it may have been stored, so a copy
 			// may be there; the same id lets the window drop it.
 			o.stats.PublishErrors.Add(1)
-			o.errs.note("PubAck on %s: %v (republishing)", o.o.Subject, err)
+			o.errs.note("PubAck on %s: %v (republishing %s, attempt %d, with a growing backoff)", o.o.Subject, err, it.msg.Header.Get(jetstream.MsgIDHeader), attempt+1)
 			it.prior = true
-			if err := o.conn.retryWait(ctx, 0); err != nil {
+			// Capped exponential backoff (10 ms .. 1.28 s) per message:
+			// a refusal that does not pass (a stream that rejects it)
+			// must not republish the whole in-flight window every 10 ms.
+			if err := o.conn.retryWait(ctx, attempt); err != nil {
 				return err
 			}
 			o.stats.Republished.Add(1)
@@ -268,15 +282,111 @@ func (o *Out) finish(ctx context.Context, b *outBatch) error {
 // message that may have a copy in the stream from longer ago than the
 // window, stored anew, is a late duplicate (or its first publish never
 // reached the stream: the count is an upper bound, never hides one).
-func (o *Out) acked(it *outItem, ack *jetstream.PubAck) {
+//
+// A duplicate is verified before its lease may be acked: the server
+// only says that a message with this Nats-Msg-Id is in its window, and
+// two different messages of one ring can share an id (a caller's PushID
+// colliding with a position id, two in bridges into one ring). The stored
+// copy is read back (its sequence is the PubAck's) and compared; a
+// different subject or payload is an id collision: ErrIDCollision, the
+// lease is never acked and the message stays in the ring.
+func (o *Out) acked(ctx context.Context, it *outItem, ack *jetstream.PubAck) error {
 	if ack.Duplicate {
+		if err := o.verifyDuplicate(ctx, it, ack); err != nil {
+			return err
+		}
 		o.stats.Duplicates.Add(1)
-		return
+		return nil
 	}
 	o.stats.Published.Add(1)
+	if it.prior && o.o.DupWindow > 0 && time.Since(it.first) >= o.o.DupWindow {
+		// Rare (a prior message stored anew past the window): the
+		// stream's window may have been changed since the start.
+		o.refreshWindow(ctx, ack.Stream)
+	}
 	if it.prior && o.o.DupWindow > 0 && time.Since(it.first) >= o.o.DupWindow {
 		o.stats.LateDuplicates.Add(1)
 		fmt.Fprintf(o.o.Log, "late duplicate: %s first published %s ago, past the %v duplicate window: stored again as stream sequence %d\n",
 			it.msg.Header.Get(jetstream.MsgIDHeader), time.Since(it.first).Round(time.Millisecond), o.o.DupWindow, ack.Sequence)
 	}
+	return nil
+}
+
+// refreshWindow re-reads the stream's duplicate window (keeping the one
+// known when the server cannot be asked).
+func (o *Out) refreshWindow(ctx context.Context, stream string) {
+	s, ok := o.streams[stream]
+	if !ok {
+		var err error
+		if s, err = o.js.Stream(ctx, stream); err != nil {
+			return
+		}
+		o.streams[stream] = s
+	}
+	if info, err := s.Info(ctx); err == nil && info.Config.Duplicates > 0 {
+		o.o.DupWindow = info.Config.Duplicates
+	}
+}
+
+// verifyDuplicate reads back the stored copy a duplicate PubAck names
+// and compares it with the message, retrying while the server cannot be
+// asked (the lease stays held meanwhile).
+func (o *Out) verifyDuplicate(ctx context.Context, it *outItem, ack *jetstream.PubAck) error {
+	id := it.msg.Header.Get(jetstream.MsgIDHeader)
+	for attempt := 0; ; attempt++ {
+		stored, err := o.storedCopy(ctx, ack)
+		switch {
+		case err == nil:
+			if stored.Subject != it.msg.Subject || !bytes.Equal(stored.Data, it.msg.Data) {
+				return fmt.Errorf("%w: %s: message id %s is stream %s sequence %d's (%d bytes on %s), another message than the ring's (%d bytes on %s); its lease is not acked, it stays in the ring",
+					ErrIDCollision, o.src.Path(), id, ack.Stream, ack.Sequence, len(stored.Data), stored.Subject, len(it.msg.Data), it.msg.Subject)
+			}
+			return nil
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			if it.prior {
+				// Published by an earlier life or attempt, since
+				// removed by the stream's limits: a duplicate of
+				// what this bridge published.
+				fmt.Fprintf(o.o.Log, "duplicate %s: stream %s sequence %d is gone (the stream's limits), its copy was this bridge's\n", id, ack.Stream, ack.Sequence)
+				return nil
+			}
+			return fmt.Errorf("%w: %s: message id %s is a duplicate of stream %s sequence %d, which is gone: cannot tell it from a collision; its lease is not acked, it stays in the ring",
+				ErrIDCollision, o.src.Path(), id, ack.Stream, ack.Sequence)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		o.stats.PublishErrors.Add(1)
+		o.errs.note("verify duplicate %s (stream %s sequence %d): %v (retrying)", id, ack.Stream, ack.Sequence, err)
+		if err := o.conn.retryWait(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (o *Out) storedCopy(ctx context.Context, ack *jetstream.PubAck) (*jetstream.RawStreamMsg, error) {
+	s, ok := o.streams[ack.Stream]
+	if !ok {
+		var err error
+		if s, err = o.js.Stream(ctx, ack.Stream); err != nil {
+			return nil, err
+		}
+		o.streams[ack.Stream] = s
+	}
+	return s.GetMsg(ctx, ack.Sequence)
+}
+
+// headerRoom is what the bridge's headers add to a message's payload on
+// the wire: "NATS/1.0\r\nNats-Msg-Id: " (file id, '-', a uint64) "\r\n\r\n".
+const headerRoom = len("NATS/1.0\r\n") + len("Nats-Msg-Id: ") + 16 + 1 + 20 + len("\r\n\r\n")
+
+// CheckMaxPayload refuses a ring whose largest message, with the
+// bridge's header, exceeds the server's max_payload (serverMax, from the
+// connection): ErrMaxPayload. Without it such a message stalls the bridge
+// forever, refused at every publish.
+func CheckMaxPayload(src Source, serverMax int64) error {
+	if need := int64(src.MaxPayload() + headerRoom); serverMax > 0 && need > serverMax {
+		return fmt.Errorf("%w: %s: messages up to %d bytes (%d with the Nats-Msg-Id header), the server takes %d (raise its max_payload or use a ring with smaller slots)",
+			ErrMaxPayload, src.Path(), src.MaxPayload(), need, serverMax)
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ type Source interface {
 	ClaimBatch(ctx context.Context, leases []transport.Lease) (int, error)
 	AckBatch(leases []transport.Lease) error
 	Pending() uint64 // messages waiting to be claimed (a hint: the out direction's lag)
+	MaxPayload() int // the largest message (checked against the server's max_payload at start)
 	Repair() (check.RepairReport, error)
 	FileID() uint64
 	Path() string

@@ -27,11 +27,11 @@ type Stats struct {
 	TooLarge    atomic.Uint64 // messages larger than the ring's slot, terminated (never truncated)
 	FullWaits   atomic.Uint64 // pushes that found the ring full and waited (fetching stopped)
 	InProgress  atomic.Uint64 // in-progress acks sent for a message waiting for room
-	AckErrors   atomic.Uint64 // acks JetStream did not confirm (the message comes again)
+	AckErrors   atomic.Uint64 // acks that could not be sent (acks are sent, never confirmed: the message comes again)
 	FetchErrors atomic.Uint64 // fetches that failed (retried)
 	Lag         atomic.Uint64 // in: messages pending on the consumer at the last fetch; out: in the ring at the last claim
 	// Both.
-	InFlight   atomic.Int64  // out: leases held; in: messages fetched and not acked
+	InFlight   atomic.Int64  // out: leases held; in: the message being pushed and acked (0 or 1: one at a time)
 	Reconnects atomic.Uint64 // reconnections to the server
 	Connected  atomic.Bool
 }
@@ -61,7 +61,7 @@ func (s *Stats) counters() []struct {
 		{"too_large", "In: messages larger than the ring's slot, terminated (never truncated).", &s.TooLarge},
 		{"full_waits", "In: pushes that found the ring full and waited, fetching stopped.", &s.FullWaits},
 		{"in_progress", "In: in-progress acks sent for messages waiting for room.", &s.InProgress},
-		{"ack_errors", "In: acks JetStream did not confirm (the message comes again).", &s.AckErrors},
+		{"ack_errors", "In: acks that could not be sent (acks are sent, never confirmed; the message comes again).", &s.AckErrors},
 		{"fetch_errors", "In: fetches that failed (retried).", &s.FetchErrors},
 		{"reconnects", "Reconnections to the server.", &s.Reconnects},
 	}
@@ -90,7 +90,7 @@ type collector struct {
 }
 
 var (
-	descInFlight  = prometheus.NewDesc("shmkit_bridge_in_flight", "Out: leases held; in: messages fetched and not yet acked.", bridgeLabels, nil)
+	descInFlight  = prometheus.NewDesc("shmkit_bridge_in_flight", "Out: leases held; in: the message being pushed and acked (0 or 1).", bridgeLabels, nil)
 	descLag       = prometheus.NewDesc("shmkit_bridge_lag", "In: messages pending on the consumer at the last fetch; out: messages waiting in the ring at the last claim.", bridgeLabels, nil)
 	descConnected = prometheus.NewDesc("shmkit_bridge_connected", "1 while connected to the NATS server.", bridgeLabels, nil)
 	counterDescs  = func() map[string]*prometheus.Desc {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -187,4 +188,44 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 		return nil, fmt.Errorf("%w: consumer %s acks %s, want explicit", ErrStreamConfig, o.Durable, p)
 	}
 	return c, nil
+}
+
+// AgingWarning is the one line an in bridge prints at start when its
+// stream deletes messages nobody consumed (Limits retention with a limit
+// and discard-old: MaxAge, MaxMsgs, MaxBytes, MaxMsgsPerSubject), or ""
+// (docs/design.md, "Limits the bridge does not cover").
+func AgingWarning(info *jetstream.StreamInfo) string {
+	cfg := info.Config
+	if cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld {
+		return ""
+	}
+	var limits []string
+	if cfg.MaxAge > 0 {
+		limits = append(limits, fmt.Sprintf("max age %v", cfg.MaxAge))
+	}
+	if cfg.MaxMsgs > 0 {
+		limits = append(limits, fmt.Sprintf("max messages %d", cfg.MaxMsgs))
+	}
+	if cfg.MaxBytes > 0 {
+		limits = append(limits, fmt.Sprintf("max bytes %d", cfg.MaxBytes))
+	}
+	if cfg.MaxMsgsPerSubject > 0 {
+		limits = append(limits, fmt.Sprintf("max messages per subject %d", cfg.MaxMsgsPerSubject))
+	}
+	if len(limits) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warning: stream %s discards old messages past its limits (%s): messages not delivered before then never reach the ring", cfg.Name, strings.Join(limits, ", "))
+}
+
+// CheckDeadLetter refuses a dead-letter subject no stream binds: a
+// publish there would fail at every ack wait, forever.
+func CheckDeadLetter(ctx context.Context, js jetstream.JetStream, subject string) error {
+	if subject == "" {
+		return nil
+	}
+	if _, err := js.StreamNameBySubject(ctx, subject); err != nil {
+		return fmt.Errorf("%w: --dead-letter %s: no stream binds it (%v)", ErrStreamConfig, subject, err)
+	}
+	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/shmkit/shmkit/internal/bridge/lockfile"
 )
 
 // The out direction's publish journal: for every message it publishes,
@@ -59,11 +61,13 @@ type Journal struct {
 	fileID uint64
 
 	mu       sync.Mutex
+	lock     *lockfile.Lock // PATH.lock, held for the journal's life: one writer
 	f        *os.File
 	size     int64
 	seq      uint64
 	inflight map[uint64][]Entry // batch seq → its entries, until acked
 	carried  map[uint64]int64   // from earlier lives: id → first publish
+	dropped  int                // carried ids dropped at Open past the cap (the oldest)
 	buf      []byte
 }
 
@@ -71,22 +75,41 @@ type Journal struct {
 // file id is fileID, loads what an earlier bridge left unacked, and
 // rewrites the file with only that. A journal of another ring (the file
 // was re-created) is started afresh: its ids cannot come back.
+//
+// The journal is locked (an OFD lock on PATH.lock) until Close or the
+// death of the process: a second Open of the same path, by another
+// bridge, fails with an error wrapping ErrJournal and ErrInUse, before it
+// reads or rewrites anything (a second writer would rename its rewrite
+// over the first's file, whose later records would go to an unlinked
+// inode, hiding what it published from the next bridge).
 func Open(path string, fileID uint64) (*Journal, error) {
-	j := &Journal{path: path, fileID: fileID, inflight: map[uint64][]Entry{}, carried: map[uint64]int64{}}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
-	case len(b) > 0:
-		if err := j.load(b); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
+	lock, err := lockfile.Acquire(path + ".lock")
+	if err != nil {
+		if errors.Is(err, lockfile.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s: %w: %v", ErrJournal, path, ErrInUse, err)
 		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
 	}
-	if err := j.rewrite(); err != nil {
+	j := &Journal{path: path, fileID: fileID, lock: lock, inflight: map[uint64][]Entry{}, carried: map[uint64]int64{}}
+	if err := j.open(); err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("%w: %s: %v", ErrJournal, path, err)
 	}
 	return j, nil
+}
+
+func (j *Journal) open() error {
+	b, err := os.ReadFile(j.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case len(b) > 0:
+		if err := j.load(b); err != nil {
+			return err
+		}
+	}
+	return j.rewrite()
 }
 
 func journalHeader(fileID uint64) []byte {
@@ -148,7 +171,8 @@ func (j *Journal) load(b []byte) error {
 		}
 	}
 	if len(j.carried) > maxCarried {
-		j.dropOldest(len(j.carried) - maxCarried)
+		j.dropped = len(j.carried) - maxCarried
+		j.dropOldest(j.dropped)
 	}
 	return nil
 }
@@ -232,6 +256,11 @@ func (j *Journal) record(kind byte, seq uint64, es []Entry) []byte {
 	return b
 }
 
+// Dropped is how many carried ids Open dropped past the cap of 2^20 (the
+// oldest first): a republish of one of them is counted as published, not
+// as a late duplicate. The out bridge says so in one line at start.
+func (j *Journal) Dropped() int { return j.dropped }
+
 // FirstPublished is when a copy of message id was first published by an
 // earlier life of the bridge, if the journal says it may have been.
 func (j *Journal) FirstPublished(id uint64) (time.Time, bool) {
@@ -284,7 +313,7 @@ func (j *Journal) append(rec []byte) error {
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file and releases the lock.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -293,6 +322,9 @@ func (j *Journal) Close() error {
 	}
 	err := j.f.Close()
 	j.f = nil
+	if lerr := j.lock.Release(); err == nil {
+		err = lerr
+	}
 	return err
 }
 
@@ -300,3 +332,6 @@ var _ io.Closer = (*Journal)(nil)
 
 // ErrJournal: the journal cannot be read or written.
 var ErrJournal = errors.New("bridge: publish journal")
+
+// ErrInUse: another bridge holds the journal (with ErrJournal).
+var ErrInUse = errors.New("in use by another out bridge")
