@@ -14,6 +14,11 @@ expect_pass ring-loan-pop ring.pml -DWITH_P1 -DLOAN -DWITH_POPPER
 # ring: a lease (claim, then Ack or Release) beside a push, and a
 # concurrent repairer through the repairer entry; capacity 2
 expect_pass ring-claim-repairer ring.pml -DWITH_CLAIMER -DWITH_REPAIRER
+# ring: the claimer and repairer of ring-claim-repairer with delivery
+# limit 1: a message redelivered (released, or its holder dead) is set
+# aside as poison, a repair's requeue burns past it, a dead lease beside
+# a poison in the full ring is deferred, TakePoisoned makes room; capacity 2
+expect_pass ring-claim-poison ring.pml -DWITH_CLAIMER -DWITH_REPAIRER -DLIMIT=1
 # ring: two producers contending for positions, one popper; capacity 2
 expect_pass ring-2prod-pop ring.pml -DWITH_P1 -DWITH_POPPER
 # ring: a TryPushBatch of 2 against a TryPopBatch of 2, two deaths; capacity 2

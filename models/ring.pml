@@ -34,7 +34,9 @@
 #ifndef POPS
 #define POPS 1         /* the popper's calls */
 #endif
-#define LIMIT 3        /* delivery limit */
+#ifndef LIMIT
+#define LIMIT 3        /* delivery limit (1 in the *-poison configurations: a redelivered message is set aside) */
+#endif
 #ifndef M0
 #define M0 1           /* producer 0's messages: ids 1..M0; producer 1 sends M0+1 */
 #endif
@@ -95,6 +97,12 @@ bool mayRedeliver[NMSG+1]; /* a holder of the message died or released it */
 bool pushedRet[NMSG+1];    /* its push (or Publish) returned */
 bool aborted[NMSG+1];      /* its loan was aborted */
 bool poisonTaken[NMSG+1];
+#ifdef REACH_POISON
+/* a reachability probe, not a property (models/check.sh requires it to
+ * fail): some run sets a message aside as poison, a producer burns past
+ * a poison, and the drainer's TakePoisoned takes one */
+bool reachSetAside, reachBurn, reachTaken;
+#endif
 byte nfin;            /* workers finished or dead */
 bool finished;        /* the drainer checked every delivery */
 
@@ -111,7 +119,7 @@ bool finished;        /* the drainer checked every delivery */
 	bool mortal = true; byte mystamp; byte myent; byte mygen; \
 	byte t, lap, i, ws, wo, wl, wd, hd, burnedHere, res, k, x1, x2, got; \
 	int dd; bool ok; \
-	byte rj, rws, rwo, rwl, rwd, rowner, rwhat, pass, ndef, t2, s, g, le, lg, e; \
+	byte rj, rws, rwo, rwl, rwd, rowner, rwhat, pass, ndef, nreq, t2, s, g, le, lg, e; \
 	bool progress, parked, lost, anyDead, inherited, keepSelf, busy, dead; \
 	bool rdead[NE]; bool keep[NE]
 
@@ -138,7 +146,7 @@ died: skip; \
 /* locals back to 0 where a process ends (and between calls), so that
  * states differing only in dead locals are one state */
 #define RESET atomic { t = 0; lap = 0; i = 0; ws = 0; wo = 0; wl = 0; wd = 0; hd = 0; burnedHere = 0; res = 0; x1 = 0; x2 = 0; got = 0; \
-	dd = 0; ok = 0; rj = 0; rws = 0; rwo = 0; rwl = 0; rwd = 0; rowner = 0; rwhat = 0; pass = 0; ndef = 0; t2 = 0; s = 0; g = 0; le = 0; lg = 0; e = 0; \
+	dd = 0; ok = 0; rj = 0; rws = 0; rwo = 0; rwl = 0; rwd = 0; rowner = 0; rwhat = 0; pass = 0; ndef = 0; nreq = 0; t2 = 0; s = 0; g = 0; le = 0; lg = 0; e = 0; \
 	progress = 0; parked = 0; lost = 0; anyDead = 0; busy = 0; dead = 0; keepSelf = 0; \
 	e = 0; do :: e < NE -> rdead[e] = 0; keep[e] = 0; e++ :: else -> break od; e = 0 }
 
@@ -189,7 +197,12 @@ inline judge(e, s, dead) {
 inline claimTail() {
 	burnedHere = 0;
 	do
-	:: t = tail; D;
+	:: t = tail;
+		/* positions are bytes: a run that gets near the wrap is running
+		 * laps away (a livelock), which must be reported as such, not
+		 * as the corrupt word the wrap makes */
+		assert(t < 240);
+		D;
 		lap = t / C; i = t % C;
 		LOAD(i, ws, wo, wl, wd); D;
 		dd = wl - lap;
@@ -220,6 +233,9 @@ inline claimTail() {
 				SCAS(i, ws, wo, wl, wd, ws, wo, lap, wd, ok);
 				if
 				:: ok -> burnedHere++;
+#ifdef REACH_POISON
+					if :: ws == POISONED && me <= P1 -> reachBurn = true :: else -> skip fi;
+#endif
 #ifdef BAD_BURN_ANY
 					/* the burner takes the slot for its own message */
 					if
@@ -399,7 +415,7 @@ inline lockRepair() {
 /* Ring.repair(park) as the handle with entry myent (stamp mystamp).
  * busy: ErrRepairBusy. */
 inline repair(park) {
-	busy = false; keepSelf = false; parked = false;
+	busy = false; keepSelf = false; parked = false; nreq = 0;
 	lockRepair();
 	if
 	:: !got -> busy = true
@@ -443,7 +459,8 @@ inline repair(park) {
 				:: rwo != 0 && rdead[rwo-1] ->
 					recoverSlot();
 					if
-					:: rwhat == ABANDONED || rwhat == REQUEUED || rwhat == INPLACE -> progress = true
+					:: rwhat == ABANDONED -> progress = true
+					:: rwhat == REQUEUED || rwhat == INPLACE -> progress = true; nreq++
 					:: rwhat == DEFERRED ->
 						keep[rowner-1] = true; ndef++;
 						if
@@ -552,12 +569,18 @@ inline detach() {
 	D
 }
 
-/* requeueDeferred (ring_pop.go) */
+/* requeueDeferred (ring_pop.go): true (take retries) only when the
+ * repair ran and requeued something (ActionRequeue or
+ * ActionRequeueInPlace in its report). Until 2026-12-02 the model retried
+ * whenever the repair was not busy: a repair that only deferred again (a
+ * dead lease beside a poison in a full ring) made take retry forever,
+ * which the code does not (it reports the ring empty). */
 inline requeueDeferred() {
 	if
-	:: deferredW != 0 -> D; repair(false); got = !busy   /* "requeued some": retried */
+	:: deferredW != 0 -> D; repair(false); got = (!busy && nreq > 0)
 	:: else -> got = false
-	fi
+	fi;
+	nreq = 0
 }
 
 /* ---------------------------------------------------------------- */
@@ -570,7 +593,11 @@ inline take(ns) {
 		dd = wl - lap;
 		if
 		:: dd == 0 && ws == READY && wd >= LIMIT ->
-			SCAS(i, READY, 0, lap, wd, POISONED, 0, lap, wd, ok); D;
+			SCAS(i, READY, 0, lap, wd, POISONED, 0, lap, wd, ok);
+#ifdef REACH_POISON
+			if :: ok -> reachSetAside = true :: else -> skip fi;
+#endif
+			D;
 			if :: ok -> CASB(head, hd, hd+1); D :: else -> skip fi
 		:: dd == 0 && ws == READY && wd < LIMIT ->
 			atomic {
@@ -996,6 +1023,10 @@ proctype drainer() {
 	inherited = false;
 	repair(false);
 	assert(!busy);
+	/* drain to empty, then TakePoisoned one poison at a time (its slot
+	 * freed one lap on), then drain again: a poison takes a slot, and a
+	 * dead holder's message deferred for want of room is requeued by the
+	 * first take after TakePoisoned made room (requeueDeferred) */
 	do
 	:: take(READING);
 		if
@@ -1003,18 +1034,34 @@ proctype drainer() {
 			CASB(head, hd, hd+1);
 			copyOut(i, READING, lap);
 			POPFREE(i, lap, x1)
-		:: else -> break
+		:: else ->
+			/* TakePoisoned (ring_poison.go): the first poisoned slot, CAS to FREE one lap on */
+			i = 0; got = false;
+			do
+			:: i < C ->
+				LOAD(i, ws, wo, wl, wd);
+				if
+				:: ws == POISONED ->
+					atomic { x1 = d1[i]; x2 = d2[i]; assert(x1 == x2 && x1 >= 1 && x1 <= NMSG && !aborted[x1]) };
+					SCAS(i, POISONED, wo, wl, wd, FREE, 0, wl+1, 0, ok);
+					assert(ok);
+					poisonTaken[x1] = true; got = true;
+#ifdef REACH_POISON
+					reachTaken = true;
+#endif
+					break
+				:: else -> i++
+				fi
+			:: else -> break
+			od;
+			if :: !got -> break :: else -> skip fi
 		fi
 	od;
-	/* TakePoisoned */
+	/* nothing is left in the ring: no message of a dead holder left
+	 * deferred, no poison, no half-written slot */
 	i = 0;
 	do
-	:: i < C ->
-		if
-		:: st[i] == POISONED -> poisonTaken[d1[i]] = true
-		:: else -> skip
-		fi;
-		i++
+	:: i < C -> assert(st[i] == FREE); i++
 	:: else -> break
 	od;
 	k = 1;
@@ -1024,6 +1071,9 @@ proctype drainer() {
 		k++
 	:: else -> break
 	od;
+#ifdef REACH_POISON
+	assert(!(reachSetAside && reachBurn && reachTaken));
+#endif
 	finished = true;
 	goto end;
 	DIE;
