@@ -61,6 +61,8 @@ const (
 	bareRingBatch = "ring-batch"
 	bareRingLoan  = "ring-loan"
 	bareRef       = "bare"
+	bareRefBatch  = "bare-batch"
+	bareRefLocked = "bare-locked"
 	bareChan      = "chan"
 	bareUDS       = "uds"
 	bareRingRTT   = "ring-rtt"
@@ -91,6 +93,10 @@ var bareRows = []bareRow{
 		About: "transport.Ring zero-copy both ways: the producer copies the message into a loan's Data in place and publishes it, the consumer leases it, reads its sequence number in place and acks"},
 	{ID: bareRef, Label: fixed(bareLabelRef),
 		About: "internal/bareref: a minimal Vyukov ring in a region file, one CAS and one store per side; no owner stamps, no repair: a process killed mid-call wedges it for good"},
+	{ID: bareRefBatch, Label: func(s *bareSpec) string { return fmt.Sprintf("bare ring, batches of %d (reference)", s.Batch) },
+		About: "internal/bareref's batch calls: one tail CAS for the run of free positions and a plain store per slot, one head CAS for the run of published ones; the most a batch can gain without crash safety"},
+	{ID: bareRefLocked, Label: fixed("bare ring + shmkit's locked instructions (reference)"),
+		About: "internal/bareref's stamped calls: the reference with the CAS on the slot word before the tail or head CAS and the counter add that shmkit's ring makes per message, and nothing else of shmkit's; the floor of a slot-word design with crash safety"},
 	{ID: bareChan, Label: fixed("Go buffered channel, 2 goroutines"),
 		About: "a chan [56]byte with 1024 slots between two goroutines of one process (not locked to threads)"},
 	{ID: bareUDS, Socket: true, Label: fixed("Unix socket, one message per syscall"),
@@ -272,6 +278,10 @@ func bareRatios(rep *BareReport, s *bareSpec) []PairRatio {
 		r("ring ÷ bare ring", rate(bareRing), rate(bareRef)).withGoal(">=", 0.8),
 		r(fmt.Sprintf("ring batches of %d ÷ bare ring", s.Batch), rate(bareRingBatch), rate(bareRef)).withGoal(">=", 2),
 		r("ring rtt p50 ÷ ping-pong p50", p50(bareRingRTT), p50(barePingPong)).withGoal("<=", 1.5),
+		r("ring ÷ bare ring + locked instructions", rate(bareRing), rate(bareRefLocked)),
+		r("bare ring + locked instructions ÷ bare ring", rate(bareRefLocked), rate(bareRef)),
+		r(fmt.Sprintf("bare ring batches of %d ÷ bare ring", s.Batch), rate(bareRefBatch), rate(bareRef)),
+		r(fmt.Sprintf("ring batches of %d ÷ bare ring batches", s.Batch), rate(bareRingBatch), rate(bareRefBatch)),
 		r("ring loans ÷ bare ring", rate(bareRingLoan), rate(bareRef)),
 		r("ring ÷ chan", rate(bareRing), rate(bareChan)),
 		r("ring ÷ uds", rate(bareRing), rate(bareUDS)),
@@ -390,7 +400,7 @@ func runBareRow(ctx context.Context, row *bareRow, s *bareSpec) (res BareRun, er
 		if j.Shm, err = b.ring(); err == nil {
 			j.Back, err = b.ring()
 		}
-	case bareRef, bareRefRTT:
+	case bareRef, bareRefBatch, bareRefLocked, bareRefRTT:
 		var reg *shm.Region
 		if reg, err = b.region("bare-ref", 2*uint64(bareref.Size(bareSlots, bareSlotSize))); err == nil {
 			j.Shm = reg.Path()

@@ -67,7 +67,7 @@ func bareChildMain(jobJSON string) error {
 	switch j.Row {
 	case bareRing, bareRingBatch, bareRingLoan, bareRingRTT:
 		rep, err = bareRingSide(&j, start)
-	case bareRef, bareRefRTT:
+	case bareRef, bareRefBatch, bareRefLocked, bareRefRTT:
 		rep, err = bareRefSide(&j, start)
 	case barePingPong:
 		rep, err = barePingPongSide(&j, start)
@@ -191,11 +191,7 @@ func ringConsume(r *transport.Ring, n int64) (bareReport, error) {
 }
 
 func ringProduceBatch(r *transport.Ring, n int64, batch int) (bareReport, error) {
-	backing := make([]byte, batch*barePayload)
-	msgs := make([][]byte, batch)
-	for i := range msgs {
-		msgs[i] = backing[i*barePayload : (i+1)*barePayload]
-	}
+	msgs := batchBufs(batch, barePayload)
 	fails := 0
 	t0 := shm.MonoNow()
 	for sent := int64(0); sent < n; {
@@ -219,11 +215,7 @@ func ringProduceBatch(r *transport.Ring, n int64, batch int) (bareReport, error)
 }
 
 func ringConsumeBatch(r *transport.Ring, n int64, batch int) (bareReport, error) {
-	backing := make([]byte, batch*barePayload)
-	bufs := make([][]byte, batch)
-	for i := range bufs {
-		bufs[i] = backing[i*barePayload : (i+1)*barePayload]
-	}
+	bufs := batchBufs(batch, barePayload)
 	lens := make([]int, batch)
 	fails := 0
 	var last uint64
@@ -409,6 +401,14 @@ func bareRefSide(j *bareJob, start func() error) (bareReport, error) {
 	case j.Row == bareRefRTT:
 		refEcho(there, back)
 		return bareReport{}, nil
+	case j.Row == bareRefBatch && j.Side == 0:
+		return refProduceBatch(there, j.Messages, j.Batch), nil
+	case j.Row == bareRefBatch:
+		return refConsumeBatch(there, j.Messages, j.Batch)
+	case j.Row == bareRefLocked && j.Side == 0:
+		return refProduceLocked(there, j.Messages), nil
+	case j.Row == bareRefLocked:
+		return refConsumeLocked(there, j.Messages)
 	case j.Side == 0:
 		return refProduce(there, j.Messages), nil
 	default:
@@ -442,6 +442,76 @@ func refConsume(r *bareref.Ring, n int64) (bareReport, error) {
 	}
 	t1 := shm.MonoNow()
 	return bareReport{Count: n, Start: t0, End: t1}, lastSeqErr(seqOf(buf), n)
+}
+
+// refProduceLocked and refConsumeLocked are refProduce and refConsume
+// on the stamped calls, written out for the reason the file's loops are.
+func refProduceLocked(r *bareref.Ring, n int64) bareReport {
+	msg := bareMsg()
+	fails := 0
+	t0 := shm.MonoNow()
+	for seq := uint64(0); seq < uint64(n); seq++ {
+		setSeq(msg, seq)
+		for !r.TryPushStamped(msg) {
+			backoff(&fails)
+		}
+	}
+	return bareReport{Count: n, Start: t0, End: shm.MonoNow()}
+}
+
+func refConsumeLocked(r *bareref.Ring, n int64) (bareReport, error) {
+	buf := bareMsg()
+	fails := 0
+	t0 := shm.MonoNow()
+	for got := int64(0); got < n; {
+		if _, ok := r.TryPopStamped(buf); ok {
+			got++
+			continue
+		}
+		backoff(&fails)
+	}
+	t1 := shm.MonoNow()
+	return bareReport{Count: n, Start: t0, End: t1}, lastSeqErr(seqOf(buf), n)
+}
+
+func refProduceBatch(r *bareref.Ring, n int64, batch int) bareReport {
+	msgs := batchBufs(batch, barePayload)
+	fails := 0
+	t0 := shm.MonoNow()
+	for sent := int64(0); sent < n; {
+		k := int(min(int64(batch), n-sent))
+		for i := range k {
+			setSeq(msgs[i], uint64(sent)+uint64(i))
+		}
+		for off := 0; off < k; {
+			m := r.TryPushBatch(msgs[off:k])
+			if m == 0 {
+				backoff(&fails)
+			}
+			off += m
+		}
+		sent += int64(k)
+	}
+	return bareReport{Count: n, Start: t0, End: shm.MonoNow()}
+}
+
+func refConsumeBatch(r *bareref.Ring, n int64, batch int) (bareReport, error) {
+	bufs := batchBufs(batch, barePayload)
+	lens := make([]int, batch)
+	fails := 0
+	var last uint64
+	t0 := shm.MonoNow()
+	for got := int64(0); got < n; {
+		m := r.TryPopBatch(bufs[:min(int64(batch), n-got)], lens)
+		if m == 0 {
+			backoff(&fails)
+			continue
+		}
+		got += int64(m)
+		last = seqOf(bufs[m-1])
+	}
+	t1 := shm.MonoNow()
+	return bareReport{Count: n, Start: t0, End: t1}, lastSeqErr(last, n)
 }
 
 func refPing(there, back *bareref.Ring, rounds, warmup int) (bareReport, error) {

@@ -65,7 +65,7 @@ func TestBareRunReportsEveryRow(t *testing.T) {
 	if err := writeBareText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{bareLabelRef, "batches of 8", "TryLoan", "Go buffered channel", "Unix socket", "ping-pong", "ring ÷ bare ring", "not for use"} {
+	for _, s := range []string{bareLabelRef, "batches of 8", "TryLoan", "Go buffered channel", "Unix socket", "ping-pong", "ring ÷ bare ring", "not for use", "bare ring, batches of 8 (reference)", "locked instructions"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, text.String())
 		}

@@ -149,3 +149,143 @@ func (r *Ring) TryPop(buf []byte) (int, bool) {
 		}
 	}
 }
+
+// TryPushBatch publishes as many of msgs, in order, as fit in the free
+// positions at the tail, with one tail CAS for all of them, and returns how
+// many it published (0 when the ring is full). It is the reference for a
+// batch push: what a batch costs when a run of positions is taken in one
+// atomic step and each slot is written with plain stores.
+func (r *Ring) TryPushBatch(msgs [][]byte) int {
+	for {
+		p := r.tail.Load()
+		k := uint64(0)
+		for most := min(uint64(len(msgs)), r.slots); k < most; k++ {
+			if r.seq((p+k)&r.mask).Load()>>lenBits != p+k {
+				break
+			}
+		}
+		if k == 0 {
+			if int64(r.seq(p&r.mask).Load()>>lenBits-p) < 0 {
+				return 0
+			}
+			continue // another producer took p: look again
+		}
+		if !r.tail.CompareAndSwap(p, p+k) {
+			continue
+		}
+		for j := uint64(0); j < k; j++ {
+			i := (p + j) & r.mask
+			off := offSlots + i*r.slotSize + wordSize
+			n := uint64(copy(r.mem[off:off+r.payload], msgs[j]))
+			r.seq(i).Store((p+j+1)<<lenBits | n)
+		}
+		return int(k)
+	}
+}
+
+// TryPopBatch copies as many of the oldest messages as are published (up
+// to len(bufs)) into bufs, with one head CAS for all of them, records
+// their lengths in lens, and returns how many (0 when the ring is empty).
+func (r *Ring) TryPopBatch(bufs [][]byte, lens []int) int {
+	for {
+		p := r.head.Load()
+		k := uint64(0)
+		for most := min(uint64(len(bufs)), uint64(len(lens)), r.slots); k < most; k++ {
+			if r.seq((p+k)&r.mask).Load()>>lenBits != p+k+1 {
+				break
+			}
+		}
+		if k == 0 {
+			if int64(r.seq(p&r.mask).Load()>>lenBits-(p+1)) < 0 {
+				return 0
+			}
+			continue
+		}
+		if !r.head.CompareAndSwap(p, p+k) {
+			continue
+		}
+		for j := uint64(0); j < k; j++ {
+			i := (p + j) & r.mask
+			w := r.seq(i)
+			off := offSlots + i*r.slotSize + wordSize
+			lens[j] = copy(bufs[j], r.mem[off:off+(w.Load()&maxPayload)])
+			w.Store((p + j + r.slots) << lenBits)
+		}
+		return int(k)
+	}
+}
+
+// The stamped calls are the reference ring with the locked instructions
+// shmkit's ring makes per message and the reference does not, and nothing
+// else of shmkit's: a push claims its slot with a CAS on the slot word
+// before the tail CAS (shmkit stamps the owner there), a pop likewise
+// before the head CAS, and each adds to a counter on its side's line
+// (shmkit's pushed and popped, whose adds are also the barrier before the
+// waiter-flag load). No owner, no validation, no crash points: what they
+// measure is the floor of a slot-word design with crash safety, in the
+// same loop as the reference. Do not mix them with the unstamped calls on
+// one ring.
+const busy = 1 << 63
+
+const (
+	offPushed = offTail + wordSize
+	offPopped = offHead + wordSize
+)
+
+func (r *Ring) counter(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[off]))
+}
+
+// TryPushStamped is TryPush with shmkit's locked instructions.
+func (r *Ring) TryPushStamped(msg []byte) bool {
+	for {
+		p := r.tail.Load()
+		i := p & r.mask
+		w := r.seq(i)
+		v := w.Load()
+		s := (v &^ busy) >> lenBits
+		switch {
+		case s == p && v&busy != 0:
+			r.tail.CompareAndSwap(p, p+1) // claimed, tail not yet moved: help it
+		case s == p:
+			if !w.CompareAndSwap(v, v|busy) {
+				continue
+			}
+			r.tail.CompareAndSwap(p, p+1)
+			off := offSlots + i*r.slotSize + wordSize
+			n := uint64(copy(r.mem[off:off+r.payload], msg))
+			w.Store((p+1)<<lenBits | n)
+			r.counter(offPushed).Add(1)
+			return true
+		case int64(s-p) < 0:
+			return false
+		}
+	}
+}
+
+// TryPopStamped is TryPop with shmkit's locked instructions.
+func (r *Ring) TryPopStamped(buf []byte) (int, bool) {
+	for {
+		p := r.head.Load()
+		i := p & r.mask
+		w := r.seq(i)
+		v := w.Load()
+		s := (v &^ busy) >> lenBits
+		switch {
+		case s == p+1 && v&busy != 0:
+			r.head.CompareAndSwap(p, p+1) // taken, head not yet moved: help it
+		case s == p+1:
+			if !w.CompareAndSwap(v, v|busy) {
+				continue
+			}
+			r.head.CompareAndSwap(p, p+1)
+			off := offSlots + i*r.slotSize + wordSize
+			n := copy(buf, r.mem[off:off+(v&maxPayload)])
+			w.Store((p + r.slots) << lenBits)
+			r.counter(offPopped).Add(1)
+			return n, true
+		case int64(s-(p+1)) < 0:
+			return 0, false
+		}
+	}
+}
