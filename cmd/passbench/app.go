@@ -117,8 +117,8 @@ func runCommand(u *ui) *cli.Command {
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
 			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
-			&cli.IntFlag{Name: "batch", Usage: "ring only, one consumer: producers push and the consumer pops with batch calls of N messages", DefaultText: "one at a time"},
-			&cli.BoolFlag{Name: "loan", Usage: "ring only: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
+			&cli.IntFlag{Name: "batch", Usage: "ring and deque, up to 1024: producers push and consumers pop (deque: steal) with batch calls of N messages", DefaultText: "one at a time"},
+			&cli.BoolFlag{Name: "loan", Usage: "ring only (the deque has no loans), not with --batch: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
