@@ -31,7 +31,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Name:      "passbench",
 		Usage:     "measure what passing messages between processes costs, shmkit's ring against the alternatives",
 		UsageText: "passbench COMMAND [flags]",
-		Description: "passbench compare runs the default comparison (about a minute and a half); run, rtt, pass\n" +
+		Description: "passbench compare runs the default comparison (about a minute and forty seconds); run, rtt, pass\n" +
 			"and bare measure one thing each. Flags may come before or after a command's arguments.\n" +
 			"See docs/cli.md.",
 		Writer:         stdout,
@@ -48,17 +48,17 @@ func compareCommand(u *ui) *cli.Command {
 		UsageText: "passbench compare [--duration D | --messages N] [--rounds N] [--warmup N] [--repeat N] [--batch N] [--hogs N]\n" +
 			"   [--payload B] [--capacity N] [--format text|json | --json] [--plot FILE.svg|.png] [--timeout D]",
 		Description: "Compares the ring (poll and block modes, batches, loans) with a reference\n" +
-			"ring without crash safety, the work-stealing deque, a Unix socket, a pipe and a Go channel\n" +
+			"ring without crash safety, the work-stealing deque (also in batches), a Unix socket, a pipe and a Go channel\n" +
 			"(throughput, 64-byte messages, one producer and one consumer; the deque also with two thieves),\n" +
 			"then round-trip latencies including the cache-line and futex ping-pongs; every row --repeat\n" +
 			"times, interleaved; with --hogs N also on a busy machine. Ends with a verdict. Takes about\n" +
-			"a minute and a half. `passbench bare` measures the queues alone. See docs/cli.md.",
+			"a minute and forty seconds. `passbench bare` measures the queues alone. See docs/cli.md.",
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "duration", Value: defaultCompareDuration, Usage: "length of each throughput run"},
 			&cli.Int64Flag{Name: "messages", Usage: "messages per throughput run, instead of --duration", DefaultText: "none"},
 			roundsFlag(), warmupFlag(),
 			&cli.IntFlag{Name: "repeat", Value: defaultCompareRepeat, Usage: "runs of every row, the rows taking turns; medians, spreads and ratios are over these"},
-			&cli.IntFlag{Name: "batch", Value: defaultCompareBatch, Usage: "messages per batch call of the ring's batch rows"},
+			&cli.IntFlag{Name: "batch", Value: defaultCompareBatch, Usage: "messages per batch call of the ring's and the deque's batch rows"},
 			&cli.IntFlag{Name: "hogs", Usage: fmt.Sprintf("add a busy-machine section: ring/block, chan and uds with this many CPU-bound processes running beside (at most %d)", maxHogs), DefaultText: "0, no such section"},
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {
@@ -117,8 +117,8 @@ func runCommand(u *ui) *cli.Command {
 			slotSizeFlag(),
 			&cli.StringFlag{Name: "record", Usage: "directory where each consumer lists what it received (consumer-<i>.txt: \"producer seq\" per line)"},
 			&cli.BoolFlag{Name: "lease", Usage: "ring and deque only: consumers lease each message (Claim, then Ack) under the parent's watchdog"},
-			&cli.IntFlag{Name: "batch", Usage: "ring only, one consumer: producers push and the consumer pops with batch calls of N messages", DefaultText: "one at a time"},
-			&cli.BoolFlag{Name: "loan", Usage: "ring only: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
+			&cli.IntFlag{Name: "batch", Usage: "ring and deque, up to 1024: producers push and consumers pop (deque: steal) with batch calls of N messages", DefaultText: "one at a time"},
+			&cli.BoolFlag{Name: "loan", Usage: "ring only (the deque has no loans), not with --batch: producers write each message into a loan in place and publish it (TryLoan/Loan, Publish)"},
 			chaosFlag("consumer"), seedFlag(),
 		}, commonFlags()...),
 		Action: func(c *cli.Context) error {

@@ -22,8 +22,9 @@ type compareSpec struct {
 	Hogs     int // CPU hogs of the busy-machine section; 0: no such section
 }
 
-// Defaults of the comparison: twelve throughput rows and seven round
-// trips, five turns each, take about a minute and a half.
+// Defaults of the comparison: fourteen throughput rows and seven round
+// trips, five turns each, take about a minute and forty seconds (an
+// estimate: a minute and a half before the deque's two batch rows).
 const (
 	defaultCompareDuration = time.Second
 	defaultCompareRepeat   = 5
@@ -31,8 +32,8 @@ const (
 )
 
 // tputRun is one throughput row of the comparison: one producer process
-// and Consumers consumer processes; Batched rows use the ring's batch
-// calls (compareSpec.Batch), Loan rows its loans.
+// and Consumers consumer processes; Batched rows use the ring's or the
+// deque's batch calls (compareSpec.Batch), Loan rows the ring's loans.
 type tputRun struct {
 	Transport, Mode string
 	Consumers       int
@@ -40,9 +41,10 @@ type tputRun struct {
 }
 
 // The comparison's line-up: throughput with one producer and one consumer
-// process each (and the deque once with two thieves, in block mode: three
-// polling processes on two cores mostly measure the scheduler), then
-// round trips, then, with --hogs, the busy machine.
+// process each (the ring and the deque each also with batches; the deque
+// once with two thieves, in block mode: three polling processes on two
+// cores mostly measure the scheduler), then round trips, then, with
+// --hogs, the busy machine.
 var (
 	compareThroughput = []tputRun{
 		{Transport: "ring", Mode: modePoll, Consumers: 1}, {Transport: "ring", Mode: modeBlock, Consumers: 1},
@@ -50,6 +52,7 @@ var (
 		{Transport: "ring", Mode: modePoll, Consumers: 1, Loan: true},
 		{Transport: bareTransport, Mode: modePoll, Consumers: 1},
 		{Transport: "deque", Mode: modePoll, Consumers: 1}, {Transport: "deque", Mode: modeBlock, Consumers: 1},
+		{Transport: "deque", Mode: modePoll, Consumers: 1, Batched: true}, {Transport: "deque", Mode: modeBlock, Consumers: 1, Batched: true},
 		{Transport: "deque", Mode: modeBlock, Consumers: 2},
 		{Transport: "uds", Mode: modeBlock, Consumers: 1}, {Transport: "pipe", Mode: modeBlock, Consumers: 1},
 		{Transport: "chan", Mode: modeBlock, Consumers: 1},
@@ -330,6 +333,7 @@ func (rep *CompareReport) row(kind, label string, hogs int) *CompareRow {
 const (
 	labelRingPoll  = "ring/poll"
 	labelRingBlock = "ring/block"
+	labelDequePoll = "deque/poll"
 	labelBare      = "bare ring (reference, no crash safety)"
 	labelFutex     = "futex ping-pong (sleeps every round)"
 )
@@ -369,6 +373,17 @@ func compareRatios(rep *CompareReport) []PairRatio {
 			}
 		}
 	}
+	// The deque's batch rows also against the deque one message at a
+	// time, in the same mode: what its batch calls gain.
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		if r.Kind != kindThroughput || r.Hogs != 0 || r.Transport != "deque" {
+			continue
+		}
+		if single, ok := rep.singleOf(r); ok {
+			out = append(out, ratio(kindThroughput, r.Label, single, 0))
+		}
+	}
 	if rep.row(kindRTT, labelRingBlock, 0) != nil && rep.row(kindRTT, labelFutex, 0) != nil {
 		out = append(out, ratio(kindRTT, labelRingBlock, labelFutex, 0))
 	}
@@ -378,6 +393,20 @@ func compareRatios(rep *CompareReport) []PairRatio {
 			ratio(kindThroughput, labelRingBlock, "uds", h).withGoal(">=", 10))
 	}
 	return out
+}
+
+// singleOf is the label of the row that is row without batches (the same
+// transport, mode and consumers, one message per call), if row is a batch
+// row and that row was measured.
+func (rep *CompareReport) singleOf(row *CompareRow) (string, bool) {
+	m := rep.medianRunOf(row)
+	if m == nil || m.Batch <= 1 {
+		return "", false
+	}
+	single := *m
+	single.Batch = 0
+	label := single.label()
+	return label, rep.row(row.Kind, label, row.Hogs) != nil
 }
 
 // ratioOf finds a ratio by name.

@@ -350,7 +350,7 @@ func TestCompare(t *testing.T) {
 	if raw.Format != compareFormat || len(raw.Runs) != rows || len(raw.AllRuns) != 2*rows {
 		t.Fatalf("format %q, %d runs, %d in all", raw.Format, len(raw.Runs), len(raw.AllRuns))
 	}
-	deques, batches, loans, bare := 0, 0, 0, 0
+	deques, dequeBatches, batches, loans, bare := 0, 0, 0, 0, 0
 	for _, r := range raw.Runs {
 		checkRunJSON(t, r)
 		switch {
@@ -358,6 +358,9 @@ func TestCompare(t *testing.T) {
 			deques++
 			if _, ok := r["deque"].(map[string]any); !ok || r["producers"] != 1.0 {
 				t.Errorf("deque run: %v", r)
+			}
+			if r["batch"] == float64(defaultCompareBatch) {
+				dequeBatches++
 			}
 		case r["batch"] == float64(defaultCompareBatch):
 			batches++
@@ -367,12 +370,23 @@ func TestCompare(t *testing.T) {
 			bare++
 		}
 	}
-	if deques != 3 || batches != 2 || loans != 1 || bare != 2 {
-		t.Errorf("%d deque, %d batch, %d loan, %d reference runs; want 3, 2, 1, 2", deques, batches, loans, bare)
+	if deques != 5 || dequeBatches != 2 || batches != 2 || loans != 1 || bare != 2 {
+		t.Errorf("%d deque (%d of them batch), %d ring batch, %d loan, %d reference runs; want 5 (2), 2, 1, 2",
+			deques, dequeBatches, batches, loans, bare)
 	}
+	ratios := map[string]bool{}
 	for _, r := range raw.Ratios {
 		if _, ok := r["met"]; ok {
 			t.Errorf("a goal without --hogs: %v", r)
+		}
+		name, _ := r["name"].(string)
+		ratios[name] = true
+	}
+	for _, want := range []string{"throughput ring/poll batch 32 ÷ ring/poll", "throughput ring/block batch 32 ÷ ring/poll",
+		"throughput deque/poll batch 32 ÷ deque/poll", "throughput deque/block batch 32 ÷ deque/block",
+		"throughput ring/poll ÷ deque/poll batch 32"} {
+		if !ratios[want] {
+			t.Errorf("no ratio %q among %v", want, ratios)
 		}
 	}
 	if len(raw.Verdict) < 5 {
@@ -389,7 +403,7 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"machine:", "ring/poll", "ring/block", "ring/poll batch 32", "ring/poll loan",
-		"bare ring (reference, no crash safety)", "deque/poll", "deque/block", "1×2", "uds", "pipe", "chan", "spin",
+		"bare ring (reference, no crash safety)", "deque/poll", "deque/block", "deque/poll batch 32", "deque/block batch 32", "1×2", "uds", "pipe", "chan", "spin",
 		"futex ping-pong (sleeps every round)", "÷ ring/poll", "[", "verdict:", "docs/bench.md", "other processes used"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())

@@ -141,7 +141,8 @@ func (s *runSpec) perProducer() []int64 {
 // runThroughput performs one run: P producers and C consumers (processes,
 // or goroutines for chan) pass messages through one lane; the parent starts
 // them together, waits for the producers, sends one end marker per
-// consumer, waits for the consumers, and merges what they report.
+// consumer (one at a time with batches: end_markers.go), waits for the
+// consumers, and merges what they report.
 //
 // A leased run (--lease, --chaos) adds a heartbeat table and a shared
 // bitmap, and a watchdog in the parent; with --chaos, the files stay
@@ -247,11 +248,8 @@ func runThroughput(ctx context.Context, s runSpec, u *ui) (res Result, err error
 			return Result{}, err
 		}
 	}
-	end := endMsg(s.Payload)
-	for range s.Consumers {
-		if err := marker.send(end); err != nil {
-			return Result{}, fmt.Errorf("sending an end marker: %w (%v)", err, f.why())
-		}
+	if err := sendEndMarkers(f, marker, endMsg(s.Payload), s.Consumers, s.Batch > 1); err != nil {
+		return Result{}, err
 	}
 	cons, err := f.wait(roleConsumer)
 	if err != nil {

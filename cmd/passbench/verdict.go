@@ -68,20 +68,28 @@ func compareVerdict(rep *CompareReport) []string {
 		out = append(out, fmt.Sprintf("Crash safety: the ring is %s the reference ring without any crash safety in the same harness (%s)%s. %s",
 			relation(s), spreadText(s), steady(s), meaning))
 	}
-	var batchLabel string
-	for i := range rep.Runs {
-		if r := &rep.Runs[i]; r.Kind == kindThroughput && r.Hogs == 0 && r.Transport == "ring" && r.Mode == modePoll && r.Batch > 1 {
-			batchLabel = r.label()
+	// Batches, polling, against the same transport one message at a
+	// time: the ring's against ring/poll, the deque's against deque/poll.
+	for _, b := range []struct{ transport, single, name, what string }{
+		{"ring", labelRingPoll, "Batches", "the ring"},
+		{"deque", labelDequePoll, "Deque batches", "the deque"},
+	} {
+		var batchLabel string
+		for i := range rep.Runs {
+			if r := &rep.Runs[i]; r.Kind == kindThroughput && r.Hogs == 0 && r.Transport == b.transport && r.Mode == modePoll && r.Consumers == 1 && r.Batch > 1 {
+				batchLabel = r.label()
+			}
 		}
-	}
-	if batchLabel != "" {
-		if s, ok := get(kindThroughput, batchLabel, labelRingPoll, 0); ok {
+		if batchLabel == "" {
+			continue
+		}
+		if s, ok := get(kindThroughput, batchLabel, b.single, 0); ok {
 			advice := "send in batches when messages come in bursts."
 			if s.Median <= 1+parity {
 				advice = "batches did not pay in this run."
 			}
-			out = append(out, fmt.Sprintf("Batches: %s is %s the ring one message at a time (%s)%s; %s",
-				batchLabel, relation(s), spreadText(s), steady(s), advice))
+			out = append(out, fmt.Sprintf("%s: %s is %s %s one message at a time (%s)%s; %s",
+				b.name, batchLabel, relation(s), b.what, spreadText(s), steady(s), advice))
 		}
 	}
 	if s, ok := get(kindRTT, labelRingPoll, "spin", 0); ok {

@@ -43,7 +43,8 @@ func fakeRun(kind, transport, mode string, round, hogs, batch int, fig float64) 
 }
 
 // The verdict names every alternative with the ratio the rounds give,
-// ring ÷ other for rates and times alike, and batch ÷ ring.
+// ring ÷ other for rates and times alike, batch ÷ ring, and the deque's
+// batches ÷ the deque one message at a time, in the same mode.
 func TestVerdictNamesEachAlternative(t *testing.T) {
 	rep := CompareReport{Repeat: 3, Hogs: 2}
 	for round := 1; round <= 3; round++ {
@@ -52,6 +53,10 @@ func TestVerdictNamesEachAlternative(t *testing.T) {
 			fakeRun(kindThroughput, "ring", modePoll, round, 0, 0, 6e6/f),
 			fakeRun(kindThroughput, "ring", modePoll, round, 0, 32, 18e6/f),
 			fakeRun(kindThroughput, bareTransport, modePoll, round, 0, 0, 12e6/f),
+			fakeRun(kindThroughput, "deque", modePoll, round, 0, 0, 3e6/f),
+			fakeRun(kindThroughput, "deque", modePoll, round, 0, 32, 12e6/f),
+			fakeRun(kindThroughput, "deque", modeBlock, round, 0, 0, 2e6/f),
+			fakeRun(kindThroughput, "deque", modeBlock, round, 0, 32, 5e6/f),
 			fakeRun(kindThroughput, "chan", modeBlock, round, 0, 0, 6.1e6/f),
 			fakeRun(kindThroughput, "uds", modeBlock, round, 0, 0, 0.2e6/f),
 			fakeRun(kindThroughput, "pipe", modeBlock, round, 0, 0, 2e6/f),
@@ -69,6 +74,9 @@ func TestVerdictNamesEachAlternative(t *testing.T) {
 		"throughput ring/poll ÷ chan":                                   {Median: 6 / 6.1, N: 3},
 		"throughput ring/poll ÷ uds":                                    {Median: 30, N: 3},
 		"throughput ring/poll batch 32 ÷ ring/poll":                     {Median: 3, N: 3},
+		"throughput deque/poll batch 32 ÷ deque/poll":                   {Median: 4, N: 3},
+		"throughput deque/block batch 32 ÷ deque/block":                 {Median: 2.5, N: 3},
+		"throughput ring/poll ÷ deque/poll batch 32":                    {Median: 0.5, N: 3},
 		"throughput ring/poll ÷ bare ring (reference, no crash safety)": {Median: 0.5, N: 3},
 		"rtt p50 ring/poll ÷ spin":                                      {Median: 3, N: 3},
 		"rtt p50 ring/block ÷ futex ping-pong (sleeps every round)":     {Median: 0.5, N: 3},
@@ -90,6 +98,7 @@ func TestVerdictNamesEachAlternative(t *testing.T) {
 	for _, s := range []string{"Go channel: the ring, between two processes, is about as fast as",
 		"Unix socket: the ring is 30 times as fast as", "pipe: the ring is 3 times as fast as",
 		"Crash safety: the ring is 50% of the rate of", "Batches: ring/poll batch 32 is 3 times as fast as",
+		"Deque batches: deque/poll batch 32 is 4 times as fast as the deque one message at a time",
 		"Round trip: the ring (poll) takes 3×", "Blocking: a ring/block round trip takes 0.5×",
 		"Busy machine (2 CPU hogs beside): ring/block is 40% of the rate of a channel", "docs/bench.md"} {
 		if !strings.Contains(text, s) {
