@@ -29,14 +29,41 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 jobs_max=${JOBS:-2}
 
+# Compiled checkers are kept in MODELS_CACHE (default
+# ~/.cache/shmkit/models; "off" keeps none), each named by the hash of
+# what made it: every file spin -a wrote (its output is the same for the
+# same model and defines), the gcc command and gcc's version. gcc -O0 on
+# pan.c is most of a small check's time (11 to 14 s of ring-loan-pop's
+# 20 here); the search itself always runs. A changed model, define or
+# compiler is a new name; entries unused for 30 days are deleted.
+cache="${MODELS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shmkit/models}"
+if [[ $cache != off ]]; then
+	mkdir -p "$cache"
+	find "$cache" -type f -mtime +30 -delete
+fi
+gcc_version="$(gcc --version | head -1)"
+
 # build DIR MODEL CFLAGS DEFINES...: spin -a and gcc in DIR
 build() {
 	local dir=$1 model=$2 cflags=$3
 	shift 3
 	mkdir -p "$dir"
 	cp ./*.pml "$dir/"
-	(cd "$dir" && spin -a "$@" "$model" >spin.out 2>&1 && gcc -O0 $cflags -o pan pan.c 2>gcc.out) ||
-		{ echo "FAIL: spin -a or gcc for $model $*"; cat "$dir"/spin.out "$dir"/gcc.out 2>/dev/null | tail -5; return 1; }
+	(cd "$dir" && spin -a "$@" "$model" >spin.out 2>&1) ||
+		{ echo "FAIL: spin -a for $model $*"; tail -5 "$dir"/spin.out; return 1; }
+	local key=""
+	if [[ $cache != off ]]; then
+		key="$(cd "$dir" && { echo "$gcc_version"; echo "gcc -O0 $cflags -o pan pan.c"; find . -type f ! -name spin.out | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -c1-40)"
+		if [[ -f "$cache/$key" ]]; then
+			cp "$cache/$key" "$dir/pan" && chmod +x "$dir/pan" && touch "$cache/$key" && return 0
+		fi
+	fi
+	(cd "$dir" && gcc -O0 $cflags -o pan pan.c 2>gcc.out) ||
+		{ echo "FAIL: gcc for $model $*"; tail -5 "$dir"/gcc.out; return 1; }
+	if [[ -n $key ]]; then
+		# a whole file or none under the name: two checks may build at once
+		cp "$dir/pan" "$cache/$key.$BASHPID" && mv "$cache/$key.$BASHPID" "$cache/$key" || rm -f "$cache/$key.$BASHPID"
+	fi
 }
 
 # One run per check: pan with the never claim of <> finished, searching

@@ -146,6 +146,12 @@ func TestClientJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// bad has failed before good is submitted: with both in flight, good
+	// may win first and bad be cancelled as a loser (so it went under
+	// load), which is not Any passing over a failure.
+	if _, err := c.All(ctx, bad); !errors.Is(err, ErrFailed) {
+		t.Fatalf("All(bad): %v", err)
+	}
 	good, err := c.Submit(ctx, closureEcho, []byte("ok"))
 	if err != nil {
 		t.Fatal(err)
