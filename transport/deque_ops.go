@@ -99,7 +99,7 @@ func (d *Deque) pushBottom(msg []byte, id uint64) error {
 	// Release: the payload is visible before the READY word, and the
 	// READY word before bottom moves past it (bottom's store is an XCHG:
 	// the full barrier before notEmptyW's load).
-	storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(msg)), Lap: d.lay.LapOf(b)}.Pack())
+	storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotFreeAt(b, d.lay.CapShift)|layout.SlotLengthBits(uint32(len(msg)))|uint64(layout.SlotReady))
 	shm.CrashPoint(crashDequePushAfterWrite)
 	d.bottom.Store(b + 1)
 	shm.CrashPoint(crashDequePushAfterPublish)
@@ -144,18 +144,19 @@ func (d *Deque) claimBottom() (uint64, error) {
 			// top, and adoption repairs that first.
 			return 0, fmt.Errorf("%w: %s: bottom %d below top %d", ErrCorrupt, d.Path(), b, t)
 		}
-		lap := d.lay.LapOf(b)
 		w := d.slotWord(b)
 		raw := w.Load()
-		sw := layout.UnpackSlot(raw)
-		switch diff := layout.LapDiff(sw.Lap, lap); {
-		case diff == 0 && raw == (layout.SlotWord{Lap: lap}).Pack():
-			mine := layout.SlotWord{State: layout.SlotWriting, Owner: d.tab.Self, Lap: lap}.Pack()
-			if !w.CompareAndSwap(raw, mine) {
+		// The common case, FREE at b's lap, tested and built packed
+		// (layout/slotword_packed.go: a SlotWord goes through the stack).
+		if free := layout.SlotFreeAt(b, d.lay.CapShift); raw == free {
+			if !w.CompareAndSwap(free, free|layout.SlotOwnerBits(d.tab.Self)|uint64(layout.SlotWriting)) {
 				continue // a repair moved it; look again
 			}
 			return b, nil
-
+		}
+		lap := d.lay.LapOf(b)
+		sw := layout.UnpackSlot(raw)
+		switch diff := layout.LapDiff(sw.Lap, lap); {
 		case (diff == -1 || diff == 0) && sw.State == layout.SlotReturned:
 			// A message handed back in this slot (one lap ago, or at
 			// this very position after the owner popped back below it):
@@ -312,7 +313,7 @@ func (d *Deque) popBottom(buf []byte) (int, uint64, error) {
 			id := d.slotID(p)
 			shm.CrashPoint(crashDequePopAfterCopy)
 			// Position p is free for the owner's next push.
-			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotWord{Lap: lap}.Pack())
+			storeRelease((*uint64)(unsafe.Pointer(w)), layout.SlotFreeAt(p, d.lay.CapShift))
 			d.ownerPopped.Add(1) // also the full barrier before notFullW's load
 			if d.notFullW.Load() != 0 {
 				// The owner's own Push, blocked in another goroutine of
@@ -408,9 +409,26 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 	stale := 0
 	for {
 		t := d.top.Load()
-		lap := d.lay.LapOf(t)
 		w := d.slotWord(t)
 		raw := w.Load()
+		// The common case, the first case of the switch below with the
+		// word tested and built packed as the ring's take does: READY at
+		// top's lap with no owner (state, owner and lap in one compare),
+		// a length that fits, deliveries under the limit. Anything else
+		// goes the whole way with the same word.
+		if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) == layout.SlotFreeAt(t, d.lay.CapShift)|uint64(layout.SlotReady) {
+			if n := layout.SlotLengthOf(raw); uint64(n) <= d.lay.PayloadMax() && uint32(layout.SlotDeliveriesOf(raw)) < d.lay.DeliveryLimit && int(n) <= room {
+				taken := takenWord(raw, state, d.tab.Self)
+				if !w.CompareAndSwap(raw, taken) {
+					continue
+				}
+				shm.CrashPoint(crashDequeStealAfterTake)
+				d.top.CompareAndSwap(t, t+1)
+				shm.CrashPoint(crashDequeStealAfterAdvance)
+				return Lease{slot: t & d.mask, lap: d.lay.LapOf(t), data: d.payload(t, n), id: d.slotID(t), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
+			}
+		}
+		lap := d.lay.LapOf(t)
 		sw := layout.UnpackSlot(raw)
 		diff := layout.LapDiff(sw.Lap, lap)
 		// A message READY at top's own lap is published (the owner stores

@@ -32,9 +32,10 @@ type result struct {
 // with TZ=UTC and a deadline.
 func runHbdump(t testing.TB, dir string, args ...string) result {
 	t.Helper()
+	exe := hbdumpBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hbdumpBin(t), args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	var stdout, stderr bytes.Buffer

@@ -34,8 +34,9 @@ func TestMessagesOnLinesOfTheirOwn(t *testing.T) {
 				args = append([]string{table}, verb...)
 			}
 			sep := runHbdump(t, dir, args...)
+			exe := hbdumpBin(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			cmd := exec.CommandContext(ctx, hbdumpBin(t), args...)
+			cmd := exec.CommandContext(ctx, exe, args...)
 			cmd.Dir = dir
 			var both bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &both, &both

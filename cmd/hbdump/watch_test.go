@@ -179,9 +179,10 @@ func TestWatchUnderPTY(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	st0, _ := os.Stat(path)
 	master, slave := openPTY(t)
+	exe := hbdumpBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hbdumpBin(t), "watch", "./dead.hb", "--count", "3", "--interval", "5ms", "--stale", "1h")
+	cmd := exec.CommandContext(ctx, exe, "watch", "./dead.hb", "--count", "3", "--interval", "5ms", "--stale", "1h")
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = slave, slave
 	var out bytes.Buffer
@@ -220,9 +221,10 @@ func TestWatchUnderPTY(t *testing.T) {
 func TestWatchCtrlCExitsZero(t *testing.T) {
 	dir := t.TempDir()
 	copyFixture(t, dir, "healthy.hb")
+	exe := hbdumpBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hbdumpBin(t), "watch", "./healthy.hb", "--interval", "20ms")
+	cmd := exec.CommandContext(ctx, exe, "watch", "./healthy.hb", "--interval", "20ms")
 	cmd.Dir = dir
 	var out, errOut lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -137,8 +137,9 @@ func TestSummaryOnItsOwnLine(t *testing.T) {
 	names, _ := openedFixtures(t)
 	for _, name := range names {
 		for _, verb := range []string{"inspect", "verify", "repair"} {
+			exe := ringctl(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			cmd := exec.CommandContext(ctx, ringctl(t), verb, filepath.Join(dir, name))
+			cmd := exec.CommandContext(ctx, exe, verb, filepath.Join(dir, name))
 			var both bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &both, &both
 			cmd.Run()

@@ -29,7 +29,7 @@ func TestEveryToolHasHelpVersionCompletionAndMan(t *testing.T) {
 		t.Skip("builds four binaries")
 	}
 	bin := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	for _, tool := range []string{"ringctl", "hbdump", "passbench", "shmbridge"} {

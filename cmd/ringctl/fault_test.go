@@ -166,9 +166,10 @@ func (b *lockedBuffer) String() string {
 
 func startFollower(t *testing.T, args ...string) *follower {
 	t.Helper()
+	exe := ringctl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	f := &follower{cmd: exec.CommandContext(ctx, ringctl(t), args...), done: make(chan struct{})}
+	f := &follower{cmd: exec.CommandContext(ctx, exe, args...), done: make(chan struct{})}
 	f.cmd.Stdout, f.cmd.Stderr = &f.stdout, &f.stderr
 	if err := f.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -38,9 +38,10 @@ type result struct {
 // run runs the binary with args and stdin, bounded by a minute.
 func run(t testing.TB, stdin string, args ...string) result {
 	t.Helper()
+	exe := ringctl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ringctl(t), args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

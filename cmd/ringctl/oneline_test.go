@@ -35,8 +35,9 @@ func TestEveryFormOnLinesOfItsOwn(t *testing.T) {
 				return append([]string{verb[0], path}, verb[1:]...)
 			}
 			sep := run(t, "", args()...)
+			exe := ringctl(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			cmd := exec.CommandContext(ctx, ringctl(t), args()...)
+			cmd := exec.CommandContext(ctx, exe, args()...)
 			var both bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &both, &both
 			cmd.Run()

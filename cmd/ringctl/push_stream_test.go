@@ -50,9 +50,10 @@ func TestPushEndlessStreamRefused(t *testing.T) {
 // runStdin is run with a file as standard input, bounded by 30 s.
 func runStdin(t *testing.T, stdin *os.File, args ...string) result {
 	t.Helper()
+	exe := ringctl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ringctl(t), args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -90,9 +91,10 @@ func TestPushBlockedReadEndsOnSignal(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(tc.name+" "+sig.String(), func(t *testing.T) {
 				ring := newRing(t, 4)
+				exe := ringctl(t)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, ringctl(t), tc.args(ring)...)
+				cmd := exec.CommandContext(ctx, exe, tc.args(ring)...)
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				if tc.stdin {

@@ -114,9 +114,10 @@ type result struct {
 // runTool runs the binary to its end, bounded by testTimeout.
 func runTool(t testing.TB, args ...string) result {
 	t.Helper()
+	exe := shmbridge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, shmbridge(t), args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -183,9 +183,10 @@ func (l lockedBuf) Write(p []byte) (int, error) {
 // the test ends or after testTimeout.
 func startBridge(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	exe := shmbridge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, shmbridge(t), args...)
+	p.cmd = exec.CommandContext(ctx, exe, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout = lockedBuf{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedBuf{&p.mu, &p.stderr}

@@ -21,7 +21,9 @@ var (
 )
 
 // BuildCommand builds the main package in the test's directory as name
-// and returns the binary's path.
+// and returns the binary's path. Call it before starting any deadline
+// for the command's run: the first call builds, and a build on a cold
+// cache on a loaded machine can take longer than the run's deadline.
 func BuildCommand(t testing.TB, name string) string {
 	t.Helper()
 	buildOnce.Do(func() {
