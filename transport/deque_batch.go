@@ -162,7 +162,7 @@ func (d *Deque) pushRun(msgs [][]byte, ids []uint64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	me := d.tab.Self
+	mine := layout.SlotOwnerBits(d.tab.Self) | uint64(layout.SlotWriting)
 	k := uint64(1)
 	for most := min(uint64(len(msgs)), d.lay.Capacity); k < most; k++ {
 		p := b + k
@@ -173,10 +173,9 @@ func (d *Deque) pushRun(msgs [][]byte, ids []uint64) (int, error) {
 				break
 			}
 		}
-		lap := d.lay.LapOf(p)
 		w := d.slotWord(p)
-		free := layout.SlotWord{Lap: lap}.Pack()
-		if w.Load() != free || !w.CompareAndSwap(free, layout.SlotWord{State: layout.SlotWriting, Owner: me, Lap: lap}.Pack()) {
+		free := layout.SlotFreeAt(p, d.lay.CapShift)
+		if w.Load() != free || !w.CompareAndSwap(free, free|mine) {
 			break
 		}
 	}
@@ -199,7 +198,7 @@ func (d *Deque) pushRun(msgs [][]byte, ids []uint64) (int, error) {
 		}
 		copy(d.payload(p, uint32(len(m))), m)
 		// Release, as in pushBottom: the payload before the READY word.
-		storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotWord{State: layout.SlotReady, Length: uint32(len(m)), Lap: d.lay.LapOf(p)}.Pack())
+		storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotFreeAt(p, d.lay.CapShift)|layout.SlotLengthBits(uint32(len(m)))|uint64(layout.SlotReady))
 		if j+1 < k {
 			shm.CrashPoint(crashDequePushBatchMidPublish)
 		}
@@ -409,8 +408,8 @@ func (d *Deque) popRunBottom(bufs [][]byte, lens []int) (int, error) {
 				err = fmt.Errorf("%w: %s: message is %d bytes, buffer %d", ErrShortBuffer, d.Path(), sw.Length, len(bufs[n]))
 				break
 			}
-			taken := layout.SlotWord{State: layout.SlotReading, Deliveries: sw.Deliveries + 1, Owner: d.tab.Self, Length: sw.Length, Lap: lap}
-			if !w.CompareAndSwap(raw, taken.Pack()) {
+			// Validated READY: no owner, deliveries under the limit.
+			if !w.CompareAndSwap(raw, takenWord(raw, layout.SlotReading, d.tab.Self)) {
 				break // a thief won it: the next run finds it taken
 			}
 			lens[n] = int(sw.Length)
@@ -460,7 +459,7 @@ func (d *Deque) popRunBottom(bufs [][]byte, lens []int) (int, error) {
 		if took&(1<<i) != 0 {
 			p := b - 1 - i
 			// A release store, as in popBottom: the copy out is done.
-			storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotWord{Lap: d.lay.LapOf(p)}.Pack())
+			storeRelease((*uint64)(unsafe.Pointer(d.slotWord(p))), layout.SlotFreeAt(p, d.lay.CapShift))
 			if took>>(i+1) != 0 {
 				shm.CrashPoint(crashDequePopBatchMidFree)
 			}
