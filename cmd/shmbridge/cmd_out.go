@@ -101,7 +101,7 @@ func runOut(c *cli.Context, path string) error {
 	}
 	info, err := bridge.EnsureStream(c.Context, s.js, streamOptions(c))
 	if err != nil {
-		return err
+		return setupErr(c, c.App.Writer, err)
 	}
 	if err := bridge.CheckStream(info, subject); err != nil {
 		return err

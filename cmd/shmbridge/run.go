@@ -139,6 +139,20 @@ func (s *session) writeStatus(w io.Writer, st status) {
 	fmt.Fprintln(w, b.String())
 }
 
+// setupErr is err, an error of the set-up before serve, or nil when it
+// is the cancellation of a SIGTERM or SIGINT that came during the set-up
+// (c.Context, cliutil.Run's, is done): a stop before the bridge has
+// taken anything ends as a stop while it bridges does, with exit 0 (the
+// stream and consumer calls it cut short change nothing a restart does
+// not redo).
+func setupErr(c *cli.Context, w io.Writer, err error) error {
+	if err != nil && c.Context.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(w, "stopped before bridging began")
+		return nil
+	}
+	return err
+}
+
 // serve runs the engine until SIGTERM or SIGINT (cliutil.Run's context)
 // with /metrics and /status on --listen and a status line on SIGUSR1,
 // then prints the last status line.
