@@ -412,21 +412,17 @@ func (d *Deque) steal(state layout.SlotState, room int) (Lease, error) {
 		w := d.slotWord(t)
 		raw := w.Load()
 		// The common case, the first case of the switch below with the
-		// word tested and built packed as the ring's take does: READY at
-		// top's lap with no owner (state, owner and lap in one compare),
-		// a length that fits, deliveries under the limit. Anything else
-		// goes the whole way with the same word.
-		if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) == layout.SlotFreeAt(t, d.lay.CapShift)|uint64(layout.SlotReady) {
-			if n := layout.SlotLengthOf(raw); uint64(n) <= d.lay.PayloadMax() && uint32(layout.SlotDeliveriesOf(raw)) < d.lay.DeliveryLimit && int(n) <= room {
-				taken := takenWord(raw, state, d.tab.Self)
-				if !w.CompareAndSwap(raw, taken) {
-					continue
-				}
-				shm.CrashPoint(crashDequeStealAfterTake)
-				d.top.CompareAndSwap(t, t+1)
-				shm.CrashPoint(crashDequeStealAfterAdvance)
-				return Lease{slot: t & d.mask, lap: d.lay.LapOf(t), data: d.payload(t, n), id: d.slotID(t), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
+		// word tested and built packed as the ring's take does (takeable).
+		// Anything else goes the whole way with the same word.
+		if n, ok := takeable(&d.lay.SlotGeometry, t, raw, room); ok {
+			taken := takenWord(raw, state, d.tab.Self)
+			if !w.CompareAndSwap(raw, taken) {
+				continue
 			}
+			shm.CrashPoint(crashDequeStealAfterTake)
+			d.top.CompareAndSwap(t, t+1)
+			shm.CrashPoint(crashDequeStealAfterAdvance)
+			return Lease{slot: t & d.mask, lap: d.lay.LapOf(t), data: d.payload(t, n), id: d.slotID(t), Deliveries: int(layout.SlotDeliveriesOf(taken))}, nil
 		}
 		lap := d.lay.LapOf(t)
 		sw := layout.UnpackSlot(raw)

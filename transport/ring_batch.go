@@ -347,10 +347,7 @@ func (r *Ring) takeNext(p uint64, state layout.SlotState, room int) (uint64, boo
 	// The test and the new word are take's common case, packed.
 	w := r.slotWord(p)
 	raw := w.Load()
-	if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) != layout.SlotFreeAt(p, r.lay.CapShift)|uint64(layout.SlotReady) {
-		return 0, false
-	}
-	if n := layout.SlotLengthOf(raw); uint64(n) > r.lay.PayloadMax() || uint32(layout.SlotDeliveriesOf(raw)) >= r.lay.DeliveryLimit || int(n) > room {
+	if _, ok := takeable(&r.lay.SlotGeometry, p, raw, room); !ok {
 		return 0, false
 	}
 	taken := takenWord(raw, state, r.tab.Self)

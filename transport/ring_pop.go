@@ -205,14 +205,26 @@ func (r *Ring) take(state layout.SlotState, room int) (uint64, uint64, error) {
 	h := r.head.Load()
 	w := r.slotWord(h)
 	raw := w.Load()
-	if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) == layout.SlotFreeAt(h, r.lay.CapShift)|uint64(layout.SlotReady) {
-		if n := layout.SlotLengthOf(raw); uint64(n) <= r.lay.PayloadMax() && uint32(layout.SlotDeliveriesOf(raw)) < r.lay.DeliveryLimit && int(n) <= room {
-			if taken := takenWord(raw, state, r.tab.Self); w.CompareAndSwap(raw, taken) {
-				return h, taken, nil
-			}
+	if _, ok := takeable(&r.lay.SlotGeometry, h, raw, room); ok {
+		if taken := takenWord(raw, state, r.tab.Self); w.CompareAndSwap(raw, taken) {
+			return h, taken, nil
 		}
 	}
 	return r.takeSlow(state, room)
+}
+
+// takeable reports whether packed word raw, loaded from position p's slot
+// of a ring or deque of geometry lay, is the common case of a take: READY
+// at p's lap with no owner (state, owner and lap in one masked compare), a
+// length the slot holds and room fits, fewer deliveries than the limit.
+// It returns the length. Every other word goes to the full state machine,
+// which validates it and says what it is.
+func takeable(lay *layout.SlotGeometry, p, raw uint64, room int) (uint32, bool) {
+	if raw&(layout.SlotLapField|layout.SlotOwnerField|layout.SlotStateField) != layout.SlotFreeAt(p, lay.CapShift)|uint64(layout.SlotReady) {
+		return 0, false
+	}
+	n := layout.SlotLengthOf(raw)
+	return n, uint64(n) <= lay.PayloadMax() && uint32(layout.SlotDeliveriesOf(raw)) < lay.DeliveryLimit && int(n) <= room
 }
 
 // takenWord is READY word raw taken into state by owner, one delivery

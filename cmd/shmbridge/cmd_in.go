@@ -75,19 +75,19 @@ func runIn(c *cli.Context, path string) error {
 	so := streamOptions(c)
 	info, err := bridge.EnsureStream(c.Context, s.js, so)
 	if err != nil {
-		return setupErr(c, c.App.Writer, err)
+		return setupErr(c, err)
 	}
 	if w := bridge.AgingWarning(info); w != "" {
 		fmt.Fprintln(c.App.ErrWriter, w)
 	}
 	if err := bridge.CheckDeadLetter(c.Context, s.js, c.String("dead-letter")); err != nil {
-		return setupErr(c, c.App.Writer, err)
+		return setupErr(c, err)
 	}
 	cons, err := bridge.EnsureConsumer(c.Context, s.js, info.Config.Name, c.String("subject"), bridge.ConsumerOptions{
 		Durable: c.String("durable"), AckWait: c.Duration("ack-wait"), MaxDeliver: c.Int("max-deliver"),
 	}, so.Create)
 	if err != nil {
-		return setupErr(c, c.App.Writer, err)
+		return setupErr(c, err)
 	}
 	ci := cons.CachedInfo()
 	if md := ci.Config.MaxDeliver; md > 0 {

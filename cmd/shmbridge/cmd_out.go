@@ -101,7 +101,7 @@ func runOut(c *cli.Context, path string) error {
 	}
 	info, err := bridge.EnsureStream(c.Context, s.js, streamOptions(c))
 	if err != nil {
-		return setupErr(c, c.App.Writer, err)
+		return setupErr(c, err)
 	}
 	if err := bridge.CheckStream(info, subject); err != nil {
 		return err

@@ -145,9 +145,9 @@ func (s *session) writeStatus(w io.Writer, st status) {
 // taken anything ends as a stop while it bridges does, with exit 0 (the
 // stream and consumer calls it cut short change nothing a restart does
 // not redo).
-func setupErr(c *cli.Context, w io.Writer, err error) error {
+func setupErr(c *cli.Context, err error) error {
 	if err != nil && c.Context.Err() != nil && errors.Is(err, context.Canceled) {
-		fmt.Fprintln(w, "stopped before bridging began")
+		fmt.Fprintln(c.App.Writer, "stopped before bridging began")
 		return nil
 	}
 	return err
