@@ -26,6 +26,10 @@ const DefaultDir = "/dev/shm"
 // is not yet initialised.
 const DefaultReadyTimeout = 2 * time.Second
 
+// DefaultAttachTimeout bounds how long attaching to a file's participant
+// table waits on other processes' passing states (see WithAttachTimeout).
+const DefaultAttachTimeout = 10 * time.Second
+
 // Resolve maps a bare name ("orders") to DefaultDir ("/dev/shm/orders");
 // anything containing a slash is used as given.
 func Resolve(name string) string {
@@ -51,11 +55,12 @@ type options struct {
 	owner        int
 	readOnly     bool
 	readyTimeout time.Duration
+	attachWait   time.Duration
 	init         func(r *Region) error
 }
 
 func buildOptions(opts []Option) options {
-	o := options{mode: 0o600, group: -1, owner: os.Geteuid(), readyTimeout: DefaultReadyTimeout}
+	o := options{mode: 0o600, group: -1, owner: os.Geteuid(), readyTimeout: DefaultReadyTimeout, attachWait: DefaultAttachTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -93,6 +98,15 @@ func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
 // WithReadyTimeout bounds how long Open waits for an uninitialised file.
 func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
 
+// WithAttachTimeout bounds how long attaching to the file's participant
+// table (the kinds that have one: ring, deque, hash map) waits on other
+// processes' passing states when no entry is free to take: an entry being
+// claimed or released right now, holders that released their lock but
+// still run (exiting), a live process repairing the file. Then the open
+// fails with the kind's "table full" error naming what it waited on. 0
+// does not wait. The default is DefaultAttachTimeout.
+func WithAttachTimeout(d time.Duration) Option { return func(o *options) { o.attachWait = max(d, 0) } }
+
 // WithInit runs fn on a newly created region after its header is written
 // and before it is published as ready, to initialise the kind's area.
 func WithInit(fn func(r *Region) error) Option { return func(o *options) { o.init = fn } }
@@ -105,6 +119,8 @@ type Region struct {
 	hdr      layout.Header
 	readOnly bool
 	closed   atomic.Bool
+
+	attachWait time.Duration // WithAttachTimeout
 
 	locksMu sync.Mutex
 	locks   map[uint64]uint64 // entry locks this region's open file description holds: offset -> length
@@ -121,6 +137,10 @@ func (r *Region) Bytes() []byte { return r.mem }
 
 // Body returns the kind's area: everything after the common header.
 func (r *Region) Body() []byte { return r.mem[r.hdr.HeaderSize:] }
+
+// AttachTimeout is how long attaching to the file's participant table may
+// wait on other processes (WithAttachTimeout).
+func (r *Region) AttachTimeout() time.Duration { return r.attachWait }
 
 // ReadOnly reports whether the mapping is read-only.
 func (r *Region) ReadOnly() bool { return r.readOnly }
@@ -221,7 +241,7 @@ func Create(path string, spec Spec, opts ...Option) (*Region, error) {
 	if err != nil {
 		return nil, pathErr("create", path, openErr(err))
 	}
-	r := &Region{path: path, fd: fd, hdr: hdr}
+	r := &Region{path: path, fd: fd, hdr: hdr, attachWait: o.attachWait}
 	fail := func(err error) (*Region, error) {
 		if r.mem != nil {
 			_ = unix.Munmap(r.mem)
@@ -475,7 +495,7 @@ func OpenAny(path string, opts ...Option) (*Region, error) {
 	if err != nil {
 		return nil, pathErr("open", path, err)
 	}
-	r := &Region{path: path, fd: fd, readOnly: o.readOnly}
+	r := &Region{path: path, fd: fd, readOnly: o.readOnly, attachWait: o.attachWait}
 	fail := func(err error) (*Region, error) {
 		if r.mem != nil {
 			_ = unix.Munmap(r.mem)

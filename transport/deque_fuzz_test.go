@@ -66,6 +66,11 @@ func fuzzDequeSeeds() [][]byte {
 		// run, the newest taken.
 		fuzzSeed(layout.DequeOffBottom, 0, fuzzLE64(2)),
 		fuzzSeed(int(l.ParticipantOff(2)), 0, deadPeer),
+		// No entry an attach can take: the creator's read free under its
+		// held lock and the others corrupt, or the others undecided.
+		fuzzSeed(int(l.ParticipantOff(0)), 0, fuzzLE64(layout.PeerCtl{State: layout.PeerFree, Gen: 9}.Pack()), make([]byte, layout.PeerEntrySize-8),
+			fuzzRepeat(0xff, 3*layout.PeerEntrySize)),
+		fuzzSeed(int(l.ParticipantOff(1)), 0, fuzzUndecided(), fuzzUndecided(), fuzzUndecided()),
 		fuzzSeed(layout.DequeOffNotEmptyW, fuzzBlocking, fuzzLE64(1)),
 		fuzzSeed(layout.OffKind, fuzzHeader, []byte{2}), // a ring's kind: does not open as a deque
 		fuzzSeed(layout.OffReady, fuzzHeader, make([]byte, 4)),
@@ -110,7 +115,11 @@ func fuzzDequeOnce(t *testing.T, data []byte) {
 	}
 
 	mode, mustFail := memfuzz.Overlay(t, path, d.Header(), layout.KindDeque, data, fuzzHeader)
-	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
+	// A short attach wait: a table the patch left with no entry to take
+	// (one read free but locked by the creator, undecided ones) fails
+	// after it rather than after the default 10 s; a wait without a
+	// bound would still outlast fuzzDeadline.
+	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond), shm.WithAttachTimeout(50 * time.Millisecond)}
 
 	memfuzz.Run(t, fuzzDeadline, func(step func(string)) (problems []string) {
 		bad := func(what string, err error, also ...error) {

@@ -93,6 +93,18 @@ func fuzzSeed(off int, mode byte, patch ...[]byte) []byte {
 	return b
 }
 
+// fuzzUndecided is a participant entry of an active process that runs
+// (this one) but does not hold the entry's lock: a judge can prove it
+// neither alive (no lock) nor dead (the pid witness says it runs).
+func fuzzUndecided() []byte {
+	self := shm.Self()
+	var b []byte
+	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 2, PID: uint32(self.PID)}.Pack(), self.Start, shm.BootTag(), 1, shm.PidNamespace()} {
+		b = append(b, fuzzLE64(v)...) // ctl, start, boot, attached, pid_ns
+	}
+	return append(b, make([]byte, layout.PeerEntrySize-len(b))...)
+}
+
 func fuzzLE64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 func fuzzRepeat(c byte, n int) []byte {
@@ -142,6 +154,14 @@ func fuzzRingSeeds() [][]byte {
 		fuzzSeed(slot(4), fuzzShortBuf, word(layout.SlotWord{State: layout.SlotWriting, Owner: 1}), make([]byte, l.PayloadMax()),
 			word(layout.SlotWord{State: layout.SlotWriting, Owner: 1})),
 		fuzzSeed(entry(1), fuzzRelease, deadPeer),
+		// The creator's entry reads free (its lock still held) and the
+		// others hold a state no attach takes: attaching waits for a
+		// claim or detach that never finishes, for its bounded time.
+		fuzzSeed(entry(0), 0, fuzzLE64(layout.PeerCtl{State: layout.PeerFree, Gen: 9}.Pack()), make([]byte, layout.PeerEntrySize-8),
+			fuzzRepeat(0xff, 3*layout.PeerEntrySize)),
+		// Every other entry active for a process that lives but holds no
+		// lock (this one, another start time): undecided, not dead.
+		fuzzSeed(entry(1), 0, fuzzUndecided(), fuzzUndecided(), fuzzUndecided()),
 		fuzzSeed(slot(4), 0, word(layout.SlotWord{State: layout.SlotWriting, Owner: 4, Length: 0})),
 		fuzzSeed(layout.RingOffHead, 0, fuzzLE64(100)),                  // head far past the tail
 		fuzzSeed(layout.RingOffTail, 0, fuzzLE64(1<<62)),                // tail far past the head
@@ -223,7 +243,11 @@ func fuzzRingOnce(t *testing.T, data []byte) {
 	}
 
 	mode, mustFail := memfuzz.Overlay(t, path, r.Header(), layout.KindRing, data, fuzzHeader)
-	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
+	// A short attach wait: a table the patch left with no entry to take
+	// (one read free but locked by the creator, undecided ones) fails
+	// after it rather than after the default 10 s; a wait without a
+	// bound would still outlast fuzzDeadline.
+	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond), shm.WithAttachTimeout(50 * time.Millisecond)}
 
 	memfuzz.Run(t, fuzzDeadline, func(step func(string)) (problems []string) {
 		bad := func(what string, err error, also ...error) {

@@ -83,6 +83,12 @@ func hmFuzzSeeds() [][]byte {
 	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 3, PID: 0x7ffffff0}.Pack(), 1, 0, 1} {
 		deadPeer = append(deadPeer, hmLE64(v)...)
 	}
+	self := shm.Self()
+	var undecided []byte
+	for _, v := range []uint64{layout.PeerCtl{State: layout.PeerActive, Gen: 2, PID: uint32(self.PID)}.Pack(), self.Start, shm.BootTag(), 1, shm.PidNamespace()} {
+		undecided = append(undecided, hmLE64(v)...) // ctl, start, boot, attached, pid_ns
+	}
+	undecided = append(undecided, make([]byte, layout.PeerEntrySize-len(undecided))...)
 	all := func(c byte, n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
@@ -108,6 +114,12 @@ func hmFuzzSeeds() [][]byte {
 		hmFuzzSeed(entry(1), 0, deadPeer, make([]byte, bucket(0)-entry(2)),
 			word(layout.HashMapWord{State: layout.BucketFull, Owner: 2, Version: 5}), hmLE64(peers.LockValue(2, 3))),
 		hmFuzzSeed(entry(1), 0, deadPeer),
+		// No entry an attach can take: the creator's read free under its
+		// held lock and the others corrupt, or the others active for a
+		// process that runs (this one) without their lock: undecided.
+		hmFuzzSeed(entry(0), 0, hmLE64(layout.PeerCtl{State: layout.PeerFree, Gen: 9}.Pack()), make([]byte, layout.PeerEntrySize-8),
+			all(0xff, 3*layout.PeerEntrySize)),
+		hmFuzzSeed(entry(1), 0, undecided, undecided, undecided),
 		hmFuzzSeed(layout.HashMapOffRepairLock, 0, hmLE64(0x3ff)),    // repair lock held by nobody
 		hmFuzzSeed(layout.HashMapOffRepairLock, 0, hmLE64(1)),        // repair lock "held" by the creator
 		hmFuzzSeed(layout.OffCreated, hmFuzzHeader, []byte{0x55}),    // checksummed byte changed
@@ -167,7 +179,11 @@ func hmFuzzOnce(t *testing.T, data []byte) {
 	m.Put(hmKey(3), []byte(""))
 
 	mode, mustFail := memfuzz.Overlay(t, path, m.Header(), layout.KindHashMap, data, hmFuzzHeader)
-	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond)}
+	// A short attach wait: a table the patch left with no entry to take
+	// (one read free but locked by the creator, undecided ones) fails
+	// after it rather than after the default 10 s; a wait without a
+	// bound would still outlast fuzzDeadline.
+	openOpts := []shm.Option{shm.WithReadyTimeout(10 * time.Millisecond), shm.WithAttachTimeout(50 * time.Millisecond)}
 	ks, vs := int(hmFuzzConfig.KeySize), int(hmFuzzConfig.ValueSize)
 
 	memfuzz.Run(t, hmFuzzDeadline, func(step func(string)) (problems []string) {

@@ -88,49 +88,58 @@ func (t *Table) entryFileOff(i uint64) uint64 { return t.fileOff + i*layout.Peer
 // counts the participant entries its report says it freed.
 type Recover func() (check.RepairReport, error)
 
-// attachWait bounds how long Attach waits for another live repairer to
-// finish before it gives up.
-const attachWait = 10 * time.Second
-
 // Attach takes a free entry. When none is free and some belong to
 // processes proven dead, recover (a repair as the repairer, which
-// requeues what they held and frees them) runs, and Attach tries again;
-// while another live process repairs, it waits for it (at most
-// attachWait). An attach changes no entry but the one it takes (and the
-// repairer entry, while recover runs): a failed one leaves the table as it
-// found it.
+// requeues what they held and frees them) runs, and Attach tries again.
+// It waits, at most the region's AttachTimeout, on states that pass by
+// themselves: an entry read free while another process holds its lock
+// (claiming it, or releasing it), holders that released their lock but
+// still run (dying), another live process repairing. An attach changes
+// no entry but the one it takes (and the repairer entry, while recover
+// runs): a failed one leaves the table as it found it.
 func (t *Table) Attach(recover Recover) error {
-	deadline := time.Now().Add(attachWait)
+	wait := t.reg.AttachTimeout()
+	deadline := time.Now().Add(wait)
 	backoff := time.Millisecond
+	// pause waits a little longer each time, up to 50 ms, never past the
+	// deadline; false once the deadline has passed.
+	pause := func() bool {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		time.Sleep(min(backoff, left))
+		backoff = min(2*backoff, 50*time.Millisecond)
+		return true
+	}
 	for {
 		ok, err := t.tryAttach()
 		if ok || err != nil {
 			return err
 		}
-		live, dead, unknown := t.census()
-		if live+dead+unknown < int(t.n) {
-			// An entry was freed since tryAttach looked (by another
-			// attach's recovery, or a detach), or another process is
-			// claiming one right now (its lock taken, its word still
-			// free): look again, after a pause (the claimer may be
-			// descheduled between its lock and its word).
-			if time.Now().After(deadline) {
-				return t.fullErr(live, dead, unknown, "; other processes kept taking the entries freed for this attach")
+		c := t.census()
+		if c.free > 0 {
+			// An entry read free that tryAttach could not take: another
+			// process holds its lock, claiming it (between its lock and
+			// its word; it may be descheduled there) or releasing it
+			// (between its word and its unlock). Or one was freed since
+			// tryAttach looked. Look again after a pause.
+			if !pause() {
+				return t.fullErr(c, fmt.Sprintf("; %d read free but stayed locked by other processes (claiming or releasing them) for %v", c.free, wait))
 			}
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 50*time.Millisecond)
 			continue
 		}
-		if dead == 0 && unknown > 0 && time.Now().Before(deadline) {
+		if c.dead == 0 && c.unknown > 0 {
 			// Undecided entries are most often processes that are dying
 			// right now (the kernel drops their locks before they become
 			// zombies): a moment later they are proven dead.
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 50*time.Millisecond)
+			if !pause() {
+				return t.fullErr(c, fmt.Sprintf(" (waited %v for them to be decided)", wait))
+			}
 			continue
 		}
-		if dead == 0 {
-			return t.fullErr(live, dead, unknown, "")
+		if c.dead == 0 {
+			return t.fullErr(c, "")
 		}
 		rep, err := recover()
 		freed := 0 // participant entries: the repairer entry is no use to an attach
@@ -141,51 +150,54 @@ func (t *Table) Attach(recover Recover) error {
 		}
 		switch {
 		case errors.Is(err, ErrRepairBusy):
-			if time.Now().After(deadline) {
-				return t.fullErr(live, dead, unknown, fmt.Sprintf("; a live repairer held the repair lock for %v", attachWait))
+			if !pause() {
+				return t.fullErr(c, fmt.Sprintf("; a live repairer held the repair lock for %v", wait))
 			}
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 50*time.Millisecond)
+			continue
 		case err != nil:
 			return fmt.Errorf("%w: %s: recovering dead participants' entries: %w", ErrTooManyPeers, t.reg.Path(), err)
 		case freed == 0:
-			if live2, dead2, unknown2 := t.census(); dead2 >= dead && live2+dead2+unknown2 == int(t.n) {
-				return t.fullErr(live, dead, unknown, "; a repair could not recover what the dead ones hold")
+			if c2 := t.census(); c2.dead >= c.dead && c2.free == 0 {
+				return t.fullErr(c, "; a repair could not recover what the dead ones hold")
 			}
 		}
-		if time.Now().After(deadline) {
-			return t.fullErr(live, dead, unknown, fmt.Sprintf("; other processes kept taking the entries freed for this attach for %v", attachWait))
+		if !time.Now().Before(deadline) {
+			return t.fullErr(c, fmt.Sprintf("; other processes kept taking the entries freed for this attach for %v", wait))
 		}
 	}
 }
 
-func (t *Table) fullErr(live, dead, unknown int, why string) error {
-	s := fmt.Sprintf("%s: %d entries: %d of live processes", t.reg.Path(), t.n, live)
-	if unknown > 0 {
-		s += fmt.Sprintf(", %d of processes that can be proven neither alive nor dead", unknown)
+func (t *Table) fullErr(c census, why string) error {
+	s := fmt.Sprintf("%s: %d entries: %d of live processes", t.reg.Path(), t.n, c.live)
+	if c.unknown > 0 {
+		s += fmt.Sprintf(", %d of processes that can be proven neither alive nor dead", c.unknown)
 	}
-	if dead > 0 {
-		s += fmt.Sprintf(", %d of dead ones", dead)
+	if c.dead > 0 {
+		s += fmt.Sprintf(", %d of dead ones", c.dead)
 	}
 	return fmt.Errorf("%w: %s%s", ErrTooManyPeers, s, why)
 }
 
-// census counts the participant entries (not the repairer entry) by
+// census is the participant entries (not the repairer entry) counted by
 // verdict.
-func (t *Table) census() (live, dead, unknown int) {
+type census struct{ free, live, dead, unknown int }
+
+func (t *Table) census() census {
+	var c census
 	for i := uint64(0); i < t.n; i++ {
 		ps, _ := t.Status(i)
 		switch {
 		case ps.State == "free":
+			c.free++
 		case ps.Dead:
-			dead++
+			c.dead++
 		case ps.Unknown:
-			unknown++
+			c.unknown++
 		default:
-			live++
+			c.live++
 		}
 	}
-	return live, dead, unknown
+	return c
 }
 
 // tryAttach claims a free entry: lock first (so that a live claimer is
